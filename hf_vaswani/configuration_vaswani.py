@@ -149,7 +149,7 @@ class VaswaniConfig(PreTrainedConfig):
                     "each head gets d_model / h dimensions (sec. 3.2.2)."
                 )
         if self.position_encoding == "sinusoidal" and self.d_model % 2:
-            raise ValueError(f"Sinusoidal positions pair sin and cos dimensions: d_model must be even, got {self.d_model}.")
+            raise ValueError(f"Sinusoidal positions pair sin and cos: d_model must be even, got {self.d_model}.")
         for name in ("dropout", "attention_dropout", "activation_dropout", "label_smoothing"):
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:

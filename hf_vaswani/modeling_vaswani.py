@@ -454,9 +454,7 @@ class VaswaniEncoder(VaswaniStack):
     ) -> BaseModelOutput:
         hidden_states = self.embed(input_ids, inputs_embeds)
         _check_mask_shape(attention_mask, hidden_states.shape[:2], "attention_mask")
-        mask = create_bidirectional_mask(
-            config=self.config, inputs_embeds=hidden_states, attention_mask=attention_mask
-        )
+        mask = create_bidirectional_mask(config=self.config, inputs_embeds=hidden_states, attention_mask=attention_mask)
         for layer in self.layers:
             hidden_states = layer(hidden_states, mask, **kwargs)
         return BaseModelOutput(last_hidden_state=self.finish(hidden_states))

@@ -1,0 +1,47 @@
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from hf_vaswani import VaswaniConfig, VaswaniForConditionalGeneration  # noqa: E402
+
+
+def tiny_config(**overrides) -> VaswaniConfig:
+    """A model small enough for fast tests, with different encoder/decoder depths to catch index mix-ups."""
+    values = dict(
+        vocab_size=97,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=3,
+        encoder_attention_heads=4,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=48,
+        max_position_embeddings=64,
+        dropout=0.0,
+    )
+    values.update(overrides)
+    return VaswaniConfig(**values)
+
+
+@pytest.fixture
+def tiny_model() -> VaswaniForConditionalGeneration:
+    torch.manual_seed(0)
+    return VaswaniForConditionalGeneration(tiny_config()).eval()
+
+
+@pytest.fixture
+def source_batch() -> tuple[torch.Tensor, torch.Tensor]:
+    """Two sources, the second one padded (pad id 0) after 5 tokens."""
+    generator = torch.Generator().manual_seed(1)
+    input_ids = torch.randint(6, 97, (2, 8), generator=generator)
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[1, 5:] = 0
+    input_ids[0, -1] = 2
+    input_ids[1, 4] = 2
+    input_ids[1, 5:] = 0
+    return input_ids, attention_mask
