@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Sets up a fresh environment and runs the whole test suite (what CI runs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh test
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "chromium could not be installed: browser tests will be skipped"
+  else
+    echo "chromium is not installed (apt-get install chromium): browser tests will be skipped"
+  fi
+fi
+. "${VENV:-.venv}/bin/activate"
+ruff check .
+ruff format --check .
+python -m pytest -q "$@"
