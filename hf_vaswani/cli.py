@@ -1,0 +1,78 @@
+"""The ``hf-vaswani`` command line.
+
+Each subcommand lives in a module that exposes ``add_parser(subparsers)``; that function adds its
+subcommand(s) with `subparsers.add_parser(...)` and sets ``func`` (a callable taking the parsed
+`argparse.Namespace` and returning an exit code) with `set_defaults`. To add a subcommand, add one line to
+`COMMANDS`. A module is imported only when one of its subcommands is run (or its ``--help`` is asked), so
+``hf-vaswani --help`` is fast and a subcommand whose optional dependencies are missing does not break the
+others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+__all__ = ["COMMANDS", "build_parser", "main"]
+
+#: (subcommand, module that adds it, one-line help). One module may add several subcommands.
+COMMANDS: list[tuple[str, str, str]] = [
+    ("train", "hf_vaswani.training", "train a model with the paper's recipe (Seq2SeqTrainer)"),
+    ("average-checkpoints", "hf_vaswani.training", "average the weights of the last N checkpoints (sec. 6.1)"),
+    ("translate", "hf_vaswani.inference", "translate sentences (arguments, or one per line on stdin)"),
+    ("evaluate", "hf_vaswani.inference", "BLEU and chrF of a model on a TSV of sentence pairs"),
+]
+
+#: Errors shown as one line (set HF_VASWANI_TRACEBACK=1 to see the traceback instead).
+USER_ERRORS = (FileNotFoundError, FileExistsError, ValueError, NotADirectoryError)
+
+
+def _requested(argv: Sequence[str]) -> str | None:
+    for item in argv:
+        if not item.startswith("-"):
+            return item
+    return None
+
+
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser; the modules of the subcommand named in `argv` (if any) are imported and add their parsers,
+    the other subcommands get a placeholder that only carries their help line."""
+    parser = argparse.ArgumentParser(
+        prog="hf-vaswani",
+        description="The Transformer of Vaswani et al. (2017) as a Hugging Face transformers model.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    requested = _requested(argv)
+    modules = [module for name, module, _ in COMMANDS if name == requested]
+    for module_name in dict.fromkeys(modules):
+        importlib.import_module(module_name).add_parser(subparsers)
+    for name, _, help_text in COMMANDS:
+        if name not in subparsers.choices:
+            subparsers.add_parser(name, help=help_text)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:  # a placeholder: its module did not add it (should not happen)
+        parser.error(f"the subcommand {args.command!r} is not available")
+    try:
+        return int(func(args) or 0)
+    except USER_ERRORS as error:
+        if os.environ.get("HF_VASWANI_TRACEBACK"):
+            raise
+        print(f"hf-vaswani {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"hf-vaswani {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,740 @@
+"""Training recipe of the paper (sec. 5) on `transformers.Seq2SeqTrainer`, and checkpoint averaging (sec. 6.1).
+
+* Optimizer (sec. 5.3): Adam with beta1 = 0.9, beta2 = 0.98, eps = 1e-9 (no weight decay).
+* Learning rate (sec. 5.3, eq. 3): ``lrate = d_model^-0.5 * min(step_num^-0.5, step_num * warmup_steps^-1.5)``
+  (`paper_learning_rate`). `transformers`' ``inverse_sqrt`` schedule with ``timescale = warmup`` and peak
+  ``d_model^-0.5 * warmup^-0.5`` is exactly this function of the step (see the tests), but `Trainer` steps the
+  scheduler AFTER each update, so update k would run with the value for step k - 1 and the first update with
+  a learning rate of 0. `paper_lr_lambda` shifts by one so that update k (k = 1, 2, ...) uses step_num = k,
+  as in the paper.
+* Regularization (sec. 5.4): residual dropout and label smoothing come from the model configuration (the
+  model computes the label-smoothed loss; Trainer's `label_smoothing_factor` stays 0).
+* Batching (sec. 5.1): batches of sentences of similar length (``train_sampling_strategy="group_by_length"``)
+  with gradient accumulation; the loss is normalized by the number of target tokens of the whole
+  accumulated batch.
+* Checkpoint averaging (sec. 6.1): `average_checkpoints` averages the last N checkpoints.
+
+A run is described by a YAML (or JSON) file with four sections, ``data``, ``tokenizer``, ``model`` and
+``training`` (see `DEFAULT_CONFIG` and ``configs/tatoeba-es-en.yaml``); any value can be overridden with
+``key.path=value`` strings (``--set training.max_steps=100`` on the command line).
+
+Layout of the output directory::
+
+    config.yaml          the resolved configuration of the run
+    tokenizer/           the tokenizer, trained once on the training split and reused when resuming
+    splits/              validation.tsv and test.tsv (English<TAB>Spanish), for `hf-vaswani evaluate`
+    log.jsonl            one JSON object per Trainer log event (loss, lr, eval BLEU/chrF, tokens/s)
+    checkpoint-N/        Trainer checkpoints (model, tokenizer, optimizer, scheduler, RNG state)
+    final/               the model at the end of training (config, generation config, tokenizer)
+    averaged/            the average of the last `average_last` checkpoints (when >= 2 exist)
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+from safetensors.torch import load_file, save_file
+from torch.optim.lr_scheduler import LambdaLR
+from transformers import (
+    AutoTokenizer,
+    DataCollatorForSeq2Seq,
+    GenerationConfig,
+    Seq2SeqTrainer,
+    Seq2SeqTrainingArguments,
+    TrainerCallback,
+    set_seed,
+)
+from transformers.trainer_pt_utils import LengthGroupedSampler
+from transformers.trainer_utils import get_last_checkpoint
+
+from .configuration_vaswani import VaswaniConfig
+from .modeling_vaswani import VaswaniForConditionalGeneration
+
+__all__ = [
+    "DEFAULT_CONFIG",
+    "JsonlLoggerCallback",
+    "VaswaniTrainer",
+    "add_parser",
+    "apply_overrides",
+    "average_checkpoints",
+    "build_training_arguments",
+    "find_checkpoints",
+    "load_config",
+    "paper_learning_rate",
+    "paper_lr_lambda",
+    "paper_peak_learning_rate",
+    "train",
+]
+
+#: Every key a run configuration may have, with its default. `None` means "derived" (see the comments).
+DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
+    "data": {
+        "path": None,  # TSV/CSV/JSONL file of English<TAB>Spanish pairs (required)
+        "directions": ["es-en", "en-es"],
+        "validation_size": 2000,  # pairs held out for validation (both directions are built from each pair)
+        "test_size": 2000,  # pairs held out for the final test
+        "split_seed": 0,  # changes which pairs are held out
+        "max_length": 64,  # tokens per side, </s> and the language token included
+        "max_length_ratio": None,  # drop training pairs whose longer side has more than this x the characters
+        "eval_samples": 400,  # validation rows (both directions mixed) decoded at each evaluation
+    },
+    "tokenizer": {
+        "path": None,  # an existing tokenizer folder; None trains one on the training split
+        "vocab_size": 8000,
+        "model_type": "unigram",
+    },
+    # Any `VaswaniConfig` field; vocab_size and the special token ids come from the tokenizer.
+    "model": {},
+    "training": {
+        "output_dir": None,  # required
+        "batch_size": 64,  # sentences per micro-batch
+        "gradient_accumulation_steps": 1,
+        "max_steps": 1000,  # optimizer updates
+        "warmup_steps": 4000,
+        "learning_rate": None,  # peak learning rate; None = the paper's d_model^-0.5 * warmup^-0.5
+        "lr_scale": 1.0,  # multiplies the paper's schedule (ignored when learning_rate is set)
+        "adam_beta1": 0.9,
+        "adam_beta2": 0.98,
+        "adam_epsilon": 1e-9,
+        "weight_decay": 0.0,
+        "max_grad_norm": 0.0,  # 0 = no clipping (the paper does not clip)
+        "sampling": "group_by_length",  # or "random"
+        "bf16": True,  # bf16 autocast (on CPU too)
+        "use_cpu": None,  # None = CPU when no CUDA device is visible
+        "seed": 42,
+        "logging_steps": 50,
+        "eval_steps": 500,  # 0 = no evaluation during training
+        "save_steps": 500,
+        "save_total_limit": 5,
+        "eval_batch_size": 64,
+        "eval_num_beams": 1,  # beam size of the (cheap) evaluation during training
+        "num_beams": 4,  # written to the generation config of the trained model (sec. 6.1: beam 4)
+        "length_penalty": 0.6,  # sec. 6.1: alpha = 0.6
+        "max_new_tokens": 64,
+        "average_last": 5,  # average the last N checkpoints into output_dir/averaged (0 or 1: don't)
+        "save_dtype": None,  # "bfloat16" / "float16": cast final/ and averaged/ for shipping
+        "dataloader_num_workers": 0,
+        "disable_tqdm": False,
+        "report_to": "none",
+    },
+}
+
+
+# --------------------------------------------------------------------------------------------- schedule
+
+
+def paper_learning_rate(step_num: int, d_model: int, warmup_steps: int, scale: float = 1.0) -> float:
+    """Eq. 3 of the paper: ``d_model^-0.5 * min(step_num^-0.5, step_num * warmup_steps^-1.5)``, step_num >= 1."""
+    if step_num < 1:
+        raise ValueError(f"step_num starts at 1, got {step_num}.")
+    return scale * d_model**-0.5 * min(step_num**-0.5, step_num * warmup_steps**-1.5)
+
+
+def paper_peak_learning_rate(d_model: int, warmup_steps: int, scale: float = 1.0) -> float:
+    """The largest value of eq. 3, reached at step_num = warmup_steps: ``d_model^-0.5 * warmup_steps^-0.5``."""
+    return scale * d_model**-0.5 * warmup_steps**-0.5
+
+
+def paper_lr_lambda(scheduler_step: int, *, warmup_steps: int) -> float:
+    """Multiplier of the peak learning rate for `LambdaLR` so that the k-th optimizer update uses eq. 3 at
+    step_num = k. `LambdaLR` evaluates the lambda at 0 before the first update and `Trainer` steps it after
+    each update, so the value used by update k is lambda(k - 1)."""
+    warmup_steps = max(1, int(warmup_steps))
+    step_num = scheduler_step + 1
+    return min(step_num**-0.5 * warmup_steps**0.5, step_num / warmup_steps)
+
+
+# --------------------------------------------------------------------------------------------- configuration
+
+
+def _deep_update(base: dict[str, Any], update: Mapping[str, Any], where: str = "") -> dict[str, Any]:
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            _deep_update(base[key], value, f"{where}{key}.")
+        else:
+            base[key] = copy.deepcopy(value)
+    return base
+
+
+def _check_keys(config: Mapping[str, Any]) -> None:
+    unknown_sections = set(config) - set(DEFAULT_CONFIG)
+    if unknown_sections:
+        raise ValueError(
+            f"Unknown configuration section(s) {sorted(unknown_sections)}; the sections are {list(DEFAULT_CONFIG)}."
+        )
+    for section in ("data", "tokenizer", "training"):
+        unknown = set(config.get(section) or {}) - set(DEFAULT_CONFIG[section])
+        if unknown:
+            raise ValueError(
+                f"Unknown key(s) {sorted(unknown)} in section {section!r}; "
+                f"the keys are {sorted(DEFAULT_CONFIG[section])}."
+            )
+    fields = set(VaswaniConfig.__annotations__)
+    unknown_model = set(config.get("model") or {}) - fields
+    if unknown_model:
+        raise ValueError(f"Unknown VaswaniConfig field(s) {sorted(unknown_model)} in section 'model'.")
+
+
+def apply_overrides(config: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """Apply ``section.key=value`` strings to `config` (in place; also returned). Values are parsed as YAML
+    (``true``, ``3``, ``1e-3``, ``[es-en]``, ``null``), so ``--set training.max_steps=100`` gives an int."""
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"Override {item!r} is not of the form section.key=value.")
+        parts = key.strip().split(".")
+        if len(parts) != 2 or parts[0] not in DEFAULT_CONFIG:
+            raise ValueError(
+                f"Override key {key!r} must be section.key with a section among {list(DEFAULT_CONFIG)}, "
+                "e.g. training.max_steps=100."
+            )
+        value = yaml.safe_load(raw) if raw.strip() else None
+        config.setdefault(parts[0], {})[parts[1]] = value
+    _check_keys(config)
+    return config
+
+
+def load_config(path: str | os.PathLike[str] | None = None, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """The defaults, updated with the YAML/JSON file at `path` and the ``key=value`` `overrides`."""
+    config = copy.deepcopy(DEFAULT_CONFIG)
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"No such configuration file: {str(path)!r}")
+        with open(path, encoding="utf-8") as handle:
+            loaded = json.load(handle) if path.suffix.lower() == ".json" else yaml.safe_load(handle)
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, Mapping):
+            raise ValueError(f"{path}: a configuration must be a mapping of sections, got {type(loaded).__name__}.")
+        _check_keys(loaded)
+        _deep_update(config, loaded)
+    apply_overrides(config, overrides)
+    return config
+
+
+def _resolve_output_dir(config: Mapping[str, Any]) -> Path:
+    output_dir = config["training"]["output_dir"]
+    if not output_dir:
+        raise ValueError("training.output_dir is not set: pass --set training.output_dir=runs/NAME.")
+    return Path(output_dir)
+
+
+def peak_learning_rate(config: Mapping[str, Any], d_model: int) -> float:
+    training = config["training"]
+    if training["learning_rate"] is not None:
+        return float(training["learning_rate"])
+    return paper_peak_learning_rate(d_model, max(1, int(training["warmup_steps"])), float(training["lr_scale"]))
+
+
+def build_training_arguments(config: Mapping[str, Any], d_model: int) -> Seq2SeqTrainingArguments:
+    """`Seq2SeqTrainingArguments` of a run configuration."""
+    training = config["training"]
+    use_cpu = training["use_cpu"]
+    if use_cpu is None:
+        use_cpu = not torch.cuda.is_available()
+    eval_steps = int(training["eval_steps"] or 0)
+    sampling = training["sampling"]
+    if sampling not in ("group_by_length", "random"):
+        raise ValueError(f"training.sampling must be 'group_by_length' or 'random', got {sampling!r}.")
+    return Seq2SeqTrainingArguments(
+        output_dir=str(_resolve_output_dir(config)),
+        per_device_train_batch_size=int(training["batch_size"]),
+        per_device_eval_batch_size=int(training["eval_batch_size"]),
+        gradient_accumulation_steps=int(training["gradient_accumulation_steps"]),
+        max_steps=int(training["max_steps"]),
+        learning_rate=peak_learning_rate(config, d_model),
+        warmup_steps=int(training["warmup_steps"]),
+        optim="adamw_torch",
+        adam_beta1=float(training["adam_beta1"]),
+        adam_beta2=float(training["adam_beta2"]),
+        adam_epsilon=float(training["adam_epsilon"]),
+        weight_decay=float(training["weight_decay"]),
+        max_grad_norm=float(training["max_grad_norm"]),
+        label_smoothing_factor=0.0,  # the model smooths its own loss (config.label_smoothing)
+        train_sampling_strategy=sampling,
+        bf16=bool(training["bf16"]),
+        use_cpu=bool(use_cpu),
+        seed=int(training["seed"]),
+        data_seed=int(training["seed"]),
+        logging_steps=int(training["logging_steps"]),
+        logging_first_step=True,
+        eval_strategy="steps" if eval_steps > 0 else "no",
+        eval_steps=eval_steps if eval_steps > 0 else None,
+        save_strategy="steps",
+        save_steps=int(training["save_steps"]),
+        save_total_limit=training["save_total_limit"],
+        predict_with_generate=True,
+        generation_num_beams=int(training["eval_num_beams"]),
+        include_num_input_tokens_seen="non_padding",
+        dataloader_num_workers=int(training["dataloader_num_workers"]),
+        disable_tqdm=bool(training["disable_tqdm"]),
+        report_to=training["report_to"],
+        remove_unused_columns=True,
+    )
+
+
+# --------------------------------------------------------------------------------------------- trainer
+
+
+class VaswaniTrainer(Seq2SeqTrainer):
+    """`Seq2SeqTrainer` with the paper's learning rate schedule and length grouping from precomputed lengths."""
+
+    def __init__(self, *args: Any, train_lengths: Sequence[int] | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.train_lengths = list(train_lengths) if train_lengths is not None else None
+
+    def create_scheduler(
+        self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None
+    ) -> torch.optim.lr_scheduler.LRScheduler:
+        if self.lr_scheduler is None:
+            optimizer = optimizer if optimizer is not None else self.optimizer
+            warmup = self.args.get_warmup_steps(num_training_steps)
+            self.lr_scheduler = LambdaLR(optimizer, partial(paper_lr_lambda, warmup_steps=warmup))
+            self._created_lr_scheduler = True
+        return self.lr_scheduler
+
+    def _get_train_sampler(self, train_dataset: Any = None) -> torch.utils.data.Sampler | None:
+        dataset = train_dataset if train_dataset is not None else self.train_dataset
+        if (
+            self.args.train_sampling_strategy == "group_by_length"
+            and self.train_lengths is not None
+            and dataset is not None
+            and len(dataset) == len(self.train_lengths)
+        ):
+            return LengthGroupedSampler(
+                self.args.train_batch_size * self.args.gradient_accumulation_steps, lengths=self.train_lengths
+            )
+        return super()._get_train_sampler(train_dataset)
+
+
+class JsonlLoggerCallback(TrainerCallback):
+    """Appends every Trainer log event to a JSONL file (one object a line), with the wall time, the step and,
+    for training logs, the number of source tokens per second since the previous log."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        self._last: tuple[float, int] | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self._last = (time.time(), int(state.num_input_tokens_seen or 0))
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero or not logs:
+            return
+        now = time.time()
+        record: dict[str, Any] = {"time": now, "step": state.global_step, "epoch": state.epoch, **logs}
+        tokens = int(state.num_input_tokens_seen or 0)
+        if self._last is not None and "loss" in logs and now > self._last[0] and tokens > self._last[1]:
+            record["source_tokens_per_second"] = (tokens - self._last[1]) / (now - self._last[0])
+            self._last = (now, tokens)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record, default=float) + "\n")
+
+
+# --------------------------------------------------------------------------------------------- metrics
+
+
+def _compute_metrics_factory(tokenizer: Any) -> Any:
+    """`make_compute_metrics` of the metrics module, or a minimal sacrebleu-based one if it is missing."""
+    try:
+        from .metrics import make_compute_metrics  # type: ignore[attr-defined]
+
+        return make_compute_metrics(tokenizer)
+    except ImportError:
+        return _fallback_compute_metrics(tokenizer)
+
+
+def _fallback_compute_metrics(tokenizer: Any) -> Any:
+    import numpy as np
+    import sacrebleu
+
+    def compute(eval_prediction: Any) -> dict[str, float]:
+        predictions, labels = eval_prediction.predictions, eval_prediction.label_ids
+        if isinstance(predictions, tuple):
+            predictions = predictions[0]
+        predictions = np.where(predictions < 0, tokenizer.pad_token_id, predictions)
+        labels = np.where(labels < 0, tokenizer.pad_token_id, labels)
+        hypotheses = tokenizer.batch_decode(predictions, skip_special_tokens=True)
+        references = tokenizer.batch_decode(labels, skip_special_tokens=True)
+        return {
+            "bleu": sacrebleu.corpus_bleu(hypotheses, [references]).score,
+            "chrf": sacrebleu.corpus_chrf(hypotheses, [references]).score,
+        }
+
+    return compute
+
+
+# --------------------------------------------------------------------------------------------- train
+
+
+def _model_config(config: Mapping[str, Any], tokenizer: Any) -> VaswaniConfig:
+    values = dict(config["model"] or {})
+    values.update(
+        vocab_size=len(tokenizer),
+        decoder_vocab_size=None,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.bos_token_id,
+    )
+    return VaswaniConfig(**values)
+
+
+def _generation_config(model_config: VaswaniConfig, training: Mapping[str, Any]) -> GenerationConfig:
+    return GenerationConfig(
+        num_beams=int(training["num_beams"]),
+        length_penalty=float(training["length_penalty"]),
+        max_length=int(training["max_new_tokens"]) + 1,  # the decoder start token counts in max_length
+        early_stopping=True,
+        bos_token_id=model_config.bos_token_id,
+        eos_token_id=model_config.eos_token_id,
+        pad_token_id=model_config.pad_token_id,
+        decoder_start_token_id=model_config.decoder_start_token_id,
+    )
+
+
+def _load_or_train_tokenizer(config: Mapping[str, Any], output_dir: Path, train_pairs: Sequence[Any]) -> Any:
+    from .tokenization import train_tokenizer
+
+    saved = output_dir / "tokenizer"
+    section = config["tokenizer"]
+    if section["path"]:
+        tokenizer = AutoTokenizer.from_pretrained(section["path"])
+    elif (saved / "tokenizer.json").is_file():
+        tokenizer = AutoTokenizer.from_pretrained(saved)
+    else:
+        texts = [text for pair in train_pairs for text in pair]
+        tokenizer = train_tokenizer(texts, vocab_size=int(section["vocab_size"]), model_type=section["model_type"])
+    if not (saved / "tokenizer.json").is_file():
+        tokenizer.save_pretrained(saved)
+    return tokenizer
+
+
+def _checkpoint_step(path: Path) -> int:
+    match = re.fullmatch(r"checkpoint-(\d+)", path.name)
+    return int(match.group(1)) if match else -1
+
+
+def find_checkpoints(output_dir: str | os.PathLike[str]) -> list[Path]:
+    """The ``checkpoint-N`` folders of `output_dir` that hold a model, in increasing N."""
+    output_dir = Path(output_dir)
+    if not output_dir.is_dir():
+        return []
+    found = [
+        p for p in output_dir.iterdir() if p.is_dir() and _checkpoint_step(p) >= 0 and any(p.glob("model*.safetensors"))
+    ]
+    return sorted(found, key=_checkpoint_step)
+
+
+def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, Any]:
+    """Run (or resume) the training described by `config` (see `load_config`).
+
+    Args:
+        resume: True resumes from the last checkpoint of the output directory (error if there is none);
+            False starts from scratch (error if the output directory already has checkpoints); None (default)
+            resumes when a checkpoint exists and starts from scratch otherwise.
+
+    Returns:
+        A summary: output_dir, the resumed checkpoint (or None), global_step, the final training loss, the
+        paths of the final and averaged models.
+    """
+    from .data import (
+        build_translation_datasets,
+        deduplicate_pairs,
+        filter_pairs,
+        load_pairs,
+        split_pairs,
+        tokenize_pairs,
+        write_pairs_tsv,
+    )
+    from .tokenization import direction_to_languages
+
+    config = copy.deepcopy(dict(config))
+    data, training = config["data"], config["training"]
+    output_dir = _resolve_output_dir(config)
+    if not data["path"]:
+        raise ValueError("data.path is not set: pass --set data.path=/path/to/pairs.tsv.")
+    for direction in data["directions"]:
+        direction_to_languages(direction)
+
+    last_checkpoint = get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
+    if resume is True and last_checkpoint is None:
+        raise FileNotFoundError(f"--resume: no checkpoint-N folder in {str(output_dir)!r} to resume from.")
+    if resume is False and last_checkpoint is not None:
+        raise FileExistsError(
+            f"{str(output_dir)!r} already has checkpoints (the last is {Path(last_checkpoint).name}): resume "
+            "from it (--resume), or choose another training.output_dir."
+        )
+    resume_from = last_checkpoint if resume is not False else None
+
+    # Data: read, deduplicate, split (deterministic), tokenizer trained on the training split only.
+    pairs = deduplicate_pairs(load_pairs(data["path"]))
+    splits = split_pairs(
+        pairs, validation_size=data["validation_size"], test_size=data["test_size"], seed=int(data["split_seed"])
+    )
+    output_dir.mkdir(parents=True, exist_ok=True)
+    tokenizer = _load_or_train_tokenizer(config, output_dir, splits["train"])
+    max_length = int(data["max_length"])
+    splits["train"] = filter_pairs(
+        splits["train"], max_tokens=max_length, tokenizer=tokenizer, max_length_ratio=data["max_length_ratio"]
+    )
+    for name in ("validation", "test"):
+        write_pairs_tsv(splits[name], output_dir / "splits" / f"{name}.tsv")
+    datasets = build_translation_datasets(splits, data["directions"])
+    eval_samples = int(data["eval_samples"] or 0)
+    validation = datasets["validation"].shuffle(seed=int(data["split_seed"]))
+    if eval_samples and eval_samples < len(validation):
+        validation = validation.select(range(eval_samples))
+    train_dataset = tokenize_pairs(datasets["train"], tokenizer, max_length)
+    eval_dataset = tokenize_pairs(validation, tokenizer, max_length)
+    train_lengths = [
+        max(len(source), len(target))
+        for source, target in zip(train_dataset["input_ids"], train_dataset["labels"], strict=True)
+    ]
+
+    # Model.
+    set_seed(int(training["seed"]))
+    model_config = _model_config(config, tokenizer)
+    model = VaswaniForConditionalGeneration(model_config)
+    model.generation_config = _generation_config(model_config, training)
+    config["model"] = {**(config["model"] or {}), "vocab_size": model_config.vocab_size}
+    with open(output_dir / "config.yaml", "w", encoding="utf-8") as handle:
+        yaml.safe_dump(config, handle, sort_keys=False, allow_unicode=True)
+
+    args = build_training_arguments(config, model_config.d_model)
+    trainer = VaswaniTrainer(
+        model=model,
+        args=args,
+        train_dataset=train_dataset,
+        eval_dataset=eval_dataset if args.eval_strategy != "no" else None,
+        data_collator=DataCollatorForSeq2Seq(tokenizer, model=model, label_pad_token_id=-100),
+        processing_class=tokenizer,
+        compute_metrics=_compute_metrics_factory(tokenizer),
+        callbacks=[JsonlLoggerCallback(output_dir / "log.jsonl")],
+        train_lengths=train_lengths,
+    )
+    print(
+        f"hf-vaswani train: {len(train_dataset):,} training rows ({', '.join(data['directions'])}), "
+        f"{len(eval_dataset):,} validation rows, {model.num_parameters():,} parameters, "
+        f"peak lr {args.learning_rate:.3g} at step {int(training['warmup_steps'])}, "
+        + (f"resuming from {resume_from}" if resume_from else "starting from scratch"),
+        file=sys.stderr,
+    )
+    result = trainer.train(resume_from_checkpoint=resume_from)
+
+    final_dir = output_dir / "final"
+    trainer.save_model(str(final_dir))
+    tokenizer.save_pretrained(final_dir)
+    save_dtype = training["save_dtype"]
+    if save_dtype:
+        _cast_saved_model(final_dir, save_dtype)
+    averaged_dir = None
+    checkpoints = find_checkpoints(output_dir)
+    n_average = int(training["average_last"] or 0)
+    if n_average >= 2 and len(checkpoints) >= 2:
+        averaged_dir = output_dir / "averaged"
+        average_checkpoints(checkpoints[-n_average:], averaged_dir, dtype=save_dtype)
+    return {
+        "output_dir": str(output_dir),
+        "resumed_from": resume_from,
+        "global_step": trainer.state.global_step,
+        "training_loss": result.training_loss,
+        "final": str(final_dir),
+        "averaged": str(averaged_dir) if averaged_dir else None,
+    }
+
+
+# --------------------------------------------------------------------------------------------- averaging
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def _dtype(name: str | torch.dtype | None) -> torch.dtype | None:
+    if name is None or isinstance(name, torch.dtype):
+        return name
+    key = str(name).replace("torch.", "").lower()
+    key = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}.get(
+        key, key
+    )
+    if key not in _DTYPES:
+        raise ValueError(f"Unknown dtype {name!r}: choose one of {', '.join(_DTYPES)}.")
+    return _DTYPES[key]
+
+
+def _read_state_dict(folder: Path) -> dict[str, torch.Tensor]:
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        with open(index, encoding="utf-8") as handle:
+            shards = sorted(set(json.load(handle)["weight_map"].values()))
+        state: dict[str, torch.Tensor] = {}
+        for shard in shards:
+            state.update(load_file(str(folder / shard)))
+        return state
+    single = folder / "model.safetensors"
+    if not single.is_file():
+        raise FileNotFoundError(f"{str(folder)!r} has no model.safetensors (or sharded index): not a checkpoint.")
+    return load_file(str(single))
+
+
+def average_checkpoints(
+    paths: Sequence[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
+    dtype: str | torch.dtype | None = None,
+) -> Path:
+    """Average the weights of several checkpoints of one model (sec. 6.1) into a loadable model folder.
+
+    The safetensors weights are averaged in float32; tensors that are not floating point (integer buffers)
+    must be equal in all checkpoints and are copied. `out_dir` gets ``model.safetensors``, the config and
+    generation config, the tokenizer files and the modeling code of the LAST checkpoint (no optimizer or
+    trainer state). With `dtype` (``"bfloat16"``/``"float16"``) the average is cast for shipping.
+
+    Raises:
+        ValueError: on fewer than one path, or checkpoints with different tensor names or shapes.
+    """
+    folders = [Path(p) for p in paths]
+    if not folders:
+        raise ValueError("average_checkpoints needs at least one checkpoint.")
+    target_dtype = _dtype(dtype)
+    total: dict[str, torch.Tensor] = {}
+    reference: dict[str, torch.Tensor] = {}
+    for index, folder in enumerate(folders):
+        state = _read_state_dict(folder)
+        if index == 0:
+            reference = state
+            total = {k: v.to(torch.float32).clone() if v.is_floating_point() else v for k, v in state.items()}
+            continue
+        if set(state) != set(reference):
+            missing = sorted(set(reference) ^ set(state))[:5]
+            raise ValueError(f"{folder} does not have the same tensors as {folders[0]} (differences: {missing}).")
+        for key, value in state.items():
+            if value.shape != reference[key].shape:
+                raise ValueError(
+                    f"{key}: shape {tuple(value.shape)} in {folder}, {tuple(reference[key].shape)} in {folders[0]}."
+                )
+            if value.is_floating_point():
+                total[key] += value.to(torch.float32)
+            elif not torch.equal(value, reference[key]):
+                raise ValueError(f"{key} is not floating point and differs between {folders[0]} and {folder}.")
+    averaged = {}
+    for key, value in total.items():
+        if value.is_floating_point():
+            value = value / len(folders)
+            value = value.to(target_dtype or reference[key].dtype)
+        averaged[key] = value.contiguous()
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    last = folders[-1]
+    skip = {"optimizer.pt", "scheduler.pt", "trainer_state.json", "training_args.bin", "model.safetensors"}
+    for item in last.iterdir():
+        if (
+            item.is_file()
+            and item.name not in skip
+            and not item.name.startswith(("rng_state", "model-", "model.safetensors"))
+            and item.suffix in (".json", ".py", ".txt", ".model", ".md")
+        ):
+            shutil.copy2(item, out_dir / item.name)
+    save_file(averaged, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
+    if target_dtype is not None:
+        _set_config_dtype(out_dir, target_dtype)
+    with open(out_dir / "averaged_from.json", "w", encoding="utf-8") as handle:
+        json.dump({"checkpoints": [str(f) for f in folders]}, handle, indent=2)
+    return out_dir
+
+
+def _set_config_dtype(folder: Path, dtype: torch.dtype) -> None:
+    config_path = folder / "config.json"
+    if config_path.is_file():
+        with open(config_path, encoding="utf-8") as handle:
+            values = json.load(handle)
+        values["dtype"] = str(dtype).replace("torch.", "")
+        with open(config_path, "w", encoding="utf-8") as handle:
+            json.dump(values, handle, indent=2, sort_keys=True)
+            handle.write("\n")
+
+
+def _cast_saved_model(folder: Path, dtype: str | torch.dtype) -> None:
+    target = _dtype(dtype)
+    state = _read_state_dict(folder)
+    cast = {k: (v.to(target) if v.is_floating_point() else v).contiguous() for k, v in state.items()}
+    save_file(cast, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    _set_config_dtype(folder, target)
+
+
+# --------------------------------------------------------------------------------------------- CLI
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    config = load_config(args.config, args.set or [])
+    summary = train(config, resume=args.resume)
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _run_average(args: argparse.Namespace) -> int:
+    paths = [Path(p) for p in args.checkpoints]
+    if len(paths) == 1 and not any(paths[0].glob("model*.safetensors")):
+        # A run directory: take its last N checkpoints.
+        found = find_checkpoints(paths[0])
+        if not found:
+            raise FileNotFoundError(f"No checkpoint-N folder with a model in {str(paths[0])!r}.")
+        paths = found[-args.last :]
+    out = average_checkpoints(paths, args.output, dtype=args.dtype)
+    print(f"Averaged {len(paths)} checkpoints ({', '.join(p.name for p in paths)}) into {out}")
+    return 0
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add the ``train`` and ``average-checkpoints`` subcommands."""
+    parser = subparsers.add_parser(
+        "train",
+        help="train a model with the paper's recipe (Seq2SeqTrainer)",
+        description=(
+            "Train (or resume) a Transformer from a YAML/JSON run configuration. Resumes from the last "
+            "checkpoint of training.output_dir when there is one, unless --no-resume."
+        ),
+        epilog="example: hf-vaswani train configs/tatoeba-es-en.yaml --set data.path=pairs.tsv "
+        "--set training.output_dir=runs/tatoeba --set training.max_steps=100",
+    )
+    parser.add_argument("config", help="run configuration (.yaml or .json)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        metavar="SECTION.KEY=VALUE",
+        help="override a configuration value (repeatable), e.g. --set training.batch_size=128",
+    )
+    parser.add_argument(
+        "--resume",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="resume from the last checkpoint (default: when one exists); --no-resume refuses to reuse a "
+        "directory that has checkpoints",
+    )
+    parser.set_defaults(func=_run_train)
+
+    average = subparsers.add_parser(
+        "average-checkpoints",
+        help="average the weights of the last N checkpoints (sec. 6.1)",
+        description="Average checkpoints into a loadable model folder. Pass checkpoint folders, or one run "
+        "directory to average its last --last checkpoints.",
+    )
+    average.add_argument("checkpoints", nargs="+", help="checkpoint folders, or one run directory")
+    average.add_argument("-o", "--output", required=True, help="folder to write the averaged model to")
+    average.add_argument("--last", type=int, default=5, help="with a run directory: how many checkpoints")
+    average.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], help="cast the average")
+    average.set_defaults(func=_run_average)

@@ -1,0 +1,257 @@
+"""The training recipe (schedule, train/resume, checkpoint averaging) and the train/translate/evaluate CLI."""
+
+import io
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from safetensors.torch import load_file
+from transformers.optimization import _get_inverse_sqrt_schedule_lr_lambda, get_inverse_sqrt_schedule
+
+from hf_vaswani.cli import main
+from hf_vaswani.training import (
+    DEFAULT_CONFIG,
+    average_checkpoints,
+    find_checkpoints,
+    load_config,
+    paper_learning_rate,
+    paper_lr_lambda,
+    paper_peak_learning_rate,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+
+TINY_CONFIG = {
+    "data": {"validation_size": 12, "test_size": 12, "max_length": 24, "eval_samples": 8},
+    "tokenizer": {"vocab_size": 260},
+    "model": {
+        "d_model": 32,
+        "encoder_layers": 1,
+        "decoder_layers": 1,
+        "encoder_attention_heads": 2,
+        "decoder_attention_heads": 2,
+        "encoder_ffn_dim": 64,
+        "decoder_ffn_dim": 64,
+        "max_position_embeddings": 64,
+        "dropout": 0.0,
+    },
+    "training": {
+        "batch_size": 16,
+        "max_steps": 12,
+        "warmup_steps": 3,
+        "learning_rate": 0.005,
+        "logging_steps": 1,
+        "eval_steps": 6,
+        "save_steps": 6,
+        "eval_batch_size": 8,
+        "max_new_tokens": 12,
+        "average_last": 2,
+        "disable_tqdm": True,
+    },
+}
+
+
+def _corpus() -> str:
+    subjects = [("the cat", "el gato"), ("the dog", "el perro"), ("my friend", "mi amigo"), ("the child", "el niño")]
+    verbs = [("eats", "come"), ("sees", "ve"), ("wants", "quiere")]
+    objects = [("the apple", "la manzana"), ("the house", "la casa"), ("the book", "el libro"), ("bread", "pan")]
+    adverbs = [("", ""), (" today", " hoy"), (" now", " ahora")]
+    lines = [
+        f"{s[0].capitalize()} {v[0]} {o[0]}{a[0]}.\t{s[1].capitalize()} {v[1]} {o[1]}{a[1]}.\n"
+        for s in subjects
+        for v in verbs
+        for o in objects
+        for a in adverbs
+    ]
+    return "".join(lines)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """A tiny corpus and config, trained for 12 updates (checkpoints at 6 and 12)."""
+    root = tmp_path_factory.mktemp("train")
+    data = root / "pairs.tsv"
+    data.write_text(_corpus(), encoding="utf-8")
+    config = root / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY_CONFIG), encoding="utf-8")
+    out = root / "run"
+    args = ["train", str(config), "--set", f"data.path={data}", "--set", f"training.output_dir={out}"]
+    assert main(args) == 0
+    return {"root": root, "data": data, "config": config, "out": out, "args": args}
+
+
+# ------------------------------------------------------------------------------------------- schedule
+
+
+@pytest.mark.parametrize("d_model, warmup", [(512, 4000), (256, 500), (32, 3)])
+def test_inverse_sqrt_schedule_is_the_papers_formula(d_model, warmup):
+    peak = paper_peak_learning_rate(d_model, warmup)
+    assert peak == pytest.approx(d_model**-0.5 * warmup**-0.5)
+    for step in list(range(1, 3 * warmup, max(1, warmup // 50))) + [warmup, 10 * warmup]:
+        expected = d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+        assert paper_learning_rate(step, d_model, warmup) == pytest.approx(expected, rel=1e-12)
+        # transformers' inverse_sqrt (timescale = warmup) with the paper's peak is the same function of the step...
+        hf = _get_inverse_sqrt_schedule_lr_lambda(step, num_warmup_steps=warmup, timescale=warmup)
+        assert peak * hf == pytest.approx(expected, rel=1e-12)
+        # ...and ours is shifted by one, because Trainer steps the scheduler after each update.
+        assert peak * paper_lr_lambda(step - 1, warmup_steps=warmup) == pytest.approx(expected, rel=1e-12)
+
+
+def test_update_k_uses_step_num_k():
+    """With Trainer's order (optimizer.step, then scheduler.step), update k runs at the paper's lr(k);
+    transformers' inverse_sqrt would run update 1 at lr 0."""
+    d_model, warmup = 64, 4
+    peak = paper_peak_learning_rate(d_model, warmup)
+    parameter = torch.nn.Parameter(torch.zeros(1))
+    ours = torch.optim.Adam([parameter], lr=peak)
+    theirs = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=peak)
+    ours_scheduler = torch.optim.lr_scheduler.LambdaLR(ours, lambda s: paper_lr_lambda(s, warmup_steps=warmup))
+    theirs_scheduler = get_inverse_sqrt_schedule(theirs, num_warmup_steps=warmup)
+    for update in range(1, 20):
+        assert ours.param_groups[0]["lr"] == pytest.approx(paper_learning_rate(update, d_model, warmup))
+        assert theirs.param_groups[0]["lr"] == pytest.approx(
+            0.0 if update == 1 else paper_learning_rate(update - 1, d_model, warmup)
+        )
+        ours.step()
+        theirs.step()
+        ours_scheduler.step()
+        theirs_scheduler.step()
+
+
+# ------------------------------------------------------------------------------------------- config
+
+
+def test_shipped_config_loads_and_overrides(tmp_path):
+    config = load_config(REPO / "configs" / "tatoeba-es-en.yaml", ["training.max_steps=7", "data.directions=[es-en]"])
+    assert config["training"]["max_steps"] == 7
+    assert config["data"]["directions"] == ["es-en"]
+    assert config["model"]["d_model"] == 256 and config["model"]["label_smoothing"] == 0.1
+    assert config["training"]["adam_beta2"] == 0.98 and config["training"]["adam_epsilon"] == 1e-9
+    assert set(config) == set(DEFAULT_CONFIG)
+    with pytest.raises(ValueError, match="Unknown key"):
+        load_config(None, ["training.max_stepz=3"])
+    with pytest.raises(ValueError, match="section.key"):
+        load_config(None, ["max_steps=3"])
+    with pytest.raises(ValueError, match="VaswaniConfig"):
+        load_config(None, ["model.d_modl=3"])
+    with pytest.raises(FileNotFoundError):
+        load_config(tmp_path / "missing.yaml")
+
+
+# ------------------------------------------------------------------------------------------- train / resume
+
+
+def test_train_reduces_loss_and_writes_checkpoints(tiny_run):
+    out = tiny_run["out"]
+    records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    losses = [r["loss"] for r in records if "loss" in r]
+    assert len(losses) >= 10 and all(math.isfinite(x) for x in losses)
+    assert sum(losses[-3:]) / 3 < losses[0] - 0.5
+    assert any("eval_bleu" in r and "eval_chrf" in r for r in records)
+    assert [p.name for p in find_checkpoints(out)] == ["checkpoint-6", "checkpoint-12"]
+    for name in ("config.json", "generation_config.json", "tokenizer.json", "model.safetensors"):
+        assert (out / "checkpoint-12" / name).is_file()
+        assert (out / "final" / name).is_file()
+    assert (out / "splits" / "test.tsv").is_file() and (out / "tokenizer" / "tokenizer.json").is_file()
+    generation = json.loads((out / "final" / "generation_config.json").read_text())
+    assert generation["num_beams"] == 4 and generation["length_penalty"] == 0.6
+
+
+def test_second_invocation_resumes(tiny_run, capsys):
+    out = tiny_run["out"]
+    capsys.readouterr()
+    assert main(tiny_run["args"] + ["--set", "training.max_steps=15", "--set", "training.save_steps=3"]) == 0
+    printed = capsys.readouterr().out  # Trainer's log lines (disable_tqdm), then the JSON summary
+    summary = json.loads(printed[printed.index('{\n  "output_dir"') :])
+    assert summary["resumed_from"].endswith("checkpoint-12")
+    assert summary["global_step"] == 15
+    state = json.loads((out / "checkpoint-15" / "trainer_state.json").read_text())
+    assert state["global_step"] == 15
+    steps = [json.loads(line)["step"] for line in (out / "log.jsonl").read_text().splitlines()]
+    assert 13 in steps and 15 in steps
+    # --no-resume refuses to start over on top of existing checkpoints.
+    assert main(tiny_run["args"] + ["--no-resume"]) == 2
+    assert "already has checkpoints" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------- averaging
+
+
+def test_average_checkpoints_is_the_mean(tiny_run, tmp_path):
+    from transformers import AutoModelForSeq2SeqLM
+
+    import hf_vaswani  # noqa: F401
+
+    first, second = tiny_run["out"] / "checkpoint-6", tiny_run["out"] / "checkpoint-12"
+    out = average_checkpoints([first, second], tmp_path / "avg")
+    a, b = load_file(str(first / "model.safetensors")), load_file(str(second / "model.safetensors"))
+    averaged = load_file(str(out / "model.safetensors"))
+    assert set(averaged) == set(a)
+    for key in a:
+        assert torch.allclose(averaged[key], (a[key].float() + b[key].float()) / 2, atol=1e-7), key
+    model = AutoModelForSeq2SeqLM.from_pretrained(out)
+    assert torch.equal(model.model.encoder.embed_tokens.weight, averaged["model.encoder.embed_tokens.weight"])
+    assert (out / "tokenizer.json").is_file() and (out / "generation_config.json").is_file()
+    assert not (out / "optimizer.pt").exists()
+
+    half = average_checkpoints([first, second], tmp_path / "avg16", dtype="bfloat16")
+    assert all(t.dtype == torch.bfloat16 for t in load_file(str(half / "model.safetensors")).values())
+    assert AutoModelForSeq2SeqLM.from_pretrained(half).dtype == torch.bfloat16
+
+    # The CLI: a run directory and --last.
+    assert main(["average-checkpoints", str(tiny_run["out"]), "--last", "2", "-o", str(tmp_path / "cli")]) == 0
+    assert (tmp_path / "cli" / "model.safetensors").is_file()
+
+
+# ------------------------------------------------------------------------------------------- translate / evaluate
+
+
+def test_translate_prints_one_line_per_input(tiny_run, capsys, monkeypatch):
+    model = str(tiny_run["out"] / "final")
+    capsys.readouterr()
+    assert main(["translate", "--model", model, "--num-beams", "2", "El gato come.", "Mi amigo ve la casa."]) == 0
+    assert len(capsys.readouterr().out.split("\n")) == 3  # two lines, each ending in "\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO("The cat eats.\n\nThe dog sees the book.\n"))
+    assert main(["translate", "--model", model, "--direction", "en-es", "--batch-size", "1"]) == 0
+    lines = capsys.readouterr().out.split("\n")
+    assert len(lines) == 4 and lines[1] == "" and lines[-1] == ""
+
+
+def test_evaluate_prints_scores(tiny_run, capsys):
+    capsys.readouterr()
+    test_file = tiny_run["out"] / "splits" / "test.tsv"
+    args = ["evaluate", str(test_file), "--model", str(tiny_run["out"] / "final"), "--limit", "4"]
+    assert main(args + ["--direction", "es-en"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result) == {"es-en"} and {"bleu", "chrf"} <= set(result["es-en"])
+
+
+def test_clear_errors(tiny_run, tmp_path, capsys, monkeypatch):
+    model = str(tiny_run["out"] / "final")
+    capsys.readouterr()
+    missing = tmp_path / "nope.tsv"
+    args = ["train", str(tiny_run["config"]), "--set", f"data.path={missing}"]
+    assert main(args + ["--set", f"training.output_dir={tmp_path / 'r'}"]) == 2
+    assert "No such file" in capsys.readouterr().err
+    assert main(["translate", "--model", model, "--direction", "fr-en", "hola"]) == 2
+    assert "Unknown translation direction 'fr-en'" in capsys.readouterr().err
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n  \n"))
+    assert main(["translate", "--model", model]) == 2
+    assert "empty" in capsys.readouterr().err
+    assert main(["translate", "--model", model, ""]) == 2
+    assert "empty" in capsys.readouterr().err
+    assert main(["translate", "--model", str(tmp_path / "no-model"), "hola"]) == 2
+    assert "No model folder" in capsys.readouterr().err
+    assert main(["evaluate", str(missing), "--model", model]) == 2
+    assert "No such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["train", "average-checkpoints", "translate", "evaluate"])
+def test_every_subcommand_has_help(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    assert "usage: hf-vaswani " + command in capsys.readouterr().out
