@@ -1,0 +1,54 @@
+import json
+
+from huggingface_hub import ModelCard
+
+from hf_vaswani import VaswaniForConditionalGeneration
+from hf_vaswani.model_card import plot_training_curves, write_model_card
+
+from .conftest import tiny_config
+
+TRAINING = dict(
+    summary="A test run.",
+    data="synthetic",
+    warmup=100,
+    steps=1000,
+    batch="64 sentences",
+    averaged=3,
+    hardware="2-core CPU",
+    wall_time="1 min",
+    test_pairs=50,
+    num_beams=4,
+    parameters="0.1M",
+    weights_dtype="float32",
+)
+
+
+def test_model_card_has_metadata_results_and_attribution(tmp_path):
+    VaswaniForConditionalGeneration(tiny_config()).save_pretrained(tmp_path)
+    results = [dict(direction="es-en", bleu=41.234, chrf=60.0), dict(direction="en-es", bleu=35.0, chrf=55.5)]
+    path = write_model_card(tmp_path, model_id="someone/vaswani-test", results=results, training=TRAINING)
+    card = ModelCard.load(path)
+    data = card.data.to_dict()
+    assert data["license"] == "cc-by-2.0"
+    assert data["language"] == ["es", "en"]
+    model_index = data["model-index"][0]["results"]
+    bleu = {r["dataset"]["config"]: r["metrics"][0]["value"] for r in model_index if r["metrics"][0]["type"] == "bleu"}
+    assert bleu == {"es-en": 41.23, "en-es": 35.0}
+    assert "| es-en | 41.2 | 60.0 |" in card.text
+    assert "tatoeba.org" in card.text and "manythings.org/anki" in card.text
+    assert "not an explanation" in card.text
+    assert "trust_remote_code=True" in card.text
+
+
+def test_training_curves_png(tmp_path):
+    state = {
+        "log_history": [
+            {"step": 10, "loss": 5.0},
+            {"step": 20, "loss": 4.0},
+            {"step": 20, "eval_bleu": 3.0, "eval_loss": 4.2},
+            {"step": 30, "loss": 3.5},
+        ]
+    }
+    (tmp_path / "trainer_state.json").write_text(json.dumps(state))
+    png = plot_training_curves(tmp_path / "trainer_state.json", tmp_path / "curves.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
