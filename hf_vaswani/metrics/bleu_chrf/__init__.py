@@ -1,0 +1,1 @@
+"""The local `evaluate` metric module ``bleu_chrf`` (see ``bleu_chrf.py``)."""

@@ -1,0 +1,324 @@
+"""A shared English–Spanish subword tokenizer, trained with the 🤗 `tokenizers` library.
+
+The tokenizer follows the convention of the multilingual Marian models:
+
+* the SOURCE sentence starts with a language token naming the language to translate INTO, and the
+  tokenizer appends `</s>`: ``tokenizer(">>en<< el gato negro").input_ids == [4, ..., 2]``;
+* the TARGET sentence has no language token, only the closing `</s>`:
+  ``tokenizer(text_target="the black cat").input_ids == [..., 2]``;
+* the decoder starts from `<s>` (id 1); the model shifts the labels right itself.
+
+The special tokens have fixed ids, which the model configuration relies on:
+
+======== ==
+`<pad>`  0
+`<s>`    1
+`</s>`   2
+`<unk>`  3
+`>>en<<` 4
+`>>es<<` 5
+======== ==
+
+Text is normalized with NFKC, runs of white space are collapsed to one space and the ends are stripped;
+words are split on spaces, Metaspace style (`▁`), and the matching decoder puts the spaces back, so
+``tokenizer.decode(tokenizer(text).input_ids, skip_special_tokens=True) == normalize_text(text)`` for any
+text whose characters are in the vocabulary (`normalize_text(text) == text` for ordinary, single-spaced
+text). Characters never seen in training become `<unk>`; the default initial alphabet makes sure ASCII and
+the usual Spanish and Western European letters and punctuation are always in the vocabulary.
+
+Special tokens typed inside the text (``>>es<<``, ``</s>``, ...) are read as those tokens, never split into
+pieces; anything else, HTML such as ``</script>`` included, is plain text.
+
+The result is a plain `transformers.PreTrainedTokenizerFast`: `save_pretrained(dir)` writes it and
+`AutoTokenizer.from_pretrained(dir)` loads it back without any code from this package.
+"""
+
+from __future__ import annotations
+
+import os
+import string
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from transformers import PreTrainedTokenizerFast
+
+__all__ = [
+    "BOS_ID",
+    "BOS_TOKEN",
+    "DEFAULT_INITIAL_ALPHABET",
+    "DEFAULT_MODEL_MAX_LENGTH",
+    "DEFAULT_VOCAB_SIZE",
+    "DIRECTIONS",
+    "EOS_ID",
+    "EOS_TOKEN",
+    "LANGUAGE_TOKENS",
+    "LANGUAGE_TOKEN_IDS",
+    "PAD_ID",
+    "PAD_TOKEN",
+    "SPECIAL_TOKENS",
+    "SUPPORTED_LANGUAGES",
+    "UNK_ID",
+    "UNK_TOKEN",
+    "build_tokenizer_from_pairs",
+    "direction_to_languages",
+    "language_token",
+    "normalize_text",
+    "source_with_language",
+    "train_tokenizer",
+    "wrap_tokenizer",
+]
+
+PAD_TOKEN = "<pad>"
+BOS_TOKEN = "<s>"
+EOS_TOKEN = "</s>"
+UNK_TOKEN = "<unk>"
+
+PAD_ID = 0
+BOS_ID = 1
+EOS_ID = 2
+UNK_ID = 3
+
+#: Language code -> the token that asks the model to translate INTO that language.
+LANGUAGE_TOKENS: dict[str, str] = {"en": ">>en<<", "es": ">>es<<"}
+#: Language code -> id of its language token.
+LANGUAGE_TOKEN_IDS: dict[str, int] = {"en": 4, "es": 5}
+SUPPORTED_LANGUAGES: tuple[str, ...] = tuple(LANGUAGE_TOKENS)
+#: The translation directions, "source-target".
+DIRECTIONS: tuple[str, ...] = ("es-en", "en-es")
+
+#: All special tokens, in id order: the token at position i has id i.
+SPECIAL_TOKENS: tuple[str, ...] = (
+    PAD_TOKEN,
+    BOS_TOKEN,
+    EOS_TOKEN,
+    UNK_TOKEN,
+    LANGUAGE_TOKENS["en"],
+    LANGUAGE_TOKENS["es"],
+)
+
+DEFAULT_VOCAB_SIZE = 8000
+DEFAULT_MODEL_MAX_LENGTH = 512
+
+#: Characters always put in the vocabulary, whether or not the training text has them: printable ASCII
+#: (so code, HTML, "<", ">", "@", "#" round-trip) plus the letters and punctuation of Spanish and the usual
+#: Western European extras.
+DEFAULT_INITIAL_ALPHABET: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        string.ascii_letters
+        + string.digits
+        + string.punctuation
+        + "¡¿ÁÉÍÑÓÚÜáéíñóúü"
+        + "ÀÂÄÇÈÊËÎÏÔÖÙÛàâäçèêëîïôöùûÿ"
+        + "«»‘’“”–—€£°ºª"
+    )
+)
+
+_METASPACE = "▁"
+
+
+def _build_normalizer() -> normalizers.Normalizer:
+    """NFKC, every run of white space to one space, then strip both ends."""
+    return normalizers.Sequence(
+        [
+            normalizers.NFKC(),
+            normalizers.Replace(Regex(r"\s+"), " "),
+            normalizers.Strip(),
+        ]
+    )
+
+
+def normalize_text(text: str) -> str:
+    """Return `text` as the tokenizer normalizes it (NFKC, single spaces, no leading/trailing space).
+
+    This is exactly what decoding the tokenization of `text` gives back (when every character of `text` is
+    in the vocabulary), so it is the right form for a reference that is compared to decoded output.
+    """
+    return _build_normalizer().normalize_str(text)
+
+
+def language_token(lang: str) -> str:
+    """Return the language token for the language code `lang` (``"en"`` -> ``">>en<<"``).
+
+    Raises:
+        ValueError: if `lang` is not a supported language; the message lists the supported ones.
+    """
+    try:
+        return LANGUAGE_TOKENS[lang]
+    except (KeyError, TypeError):
+        supported = ", ".join(repr(code) for code in SUPPORTED_LANGUAGES)
+        raise ValueError(f"Unsupported language {lang!r}: the supported languages are {supported}.") from None
+
+
+def source_with_language(text: str, target_lang: str) -> str:
+    """Prefix a source sentence with the token of the language to translate it into.
+
+    >>> source_with_language("el gato negro", "en")
+    '>>en<< el gato negro'
+
+    Raises:
+        ValueError: if `target_lang` is not supported (the message lists the supported languages), or if
+            `text` is empty or only white space.
+    """
+    token = language_token(target_lang)
+    if not isinstance(text, str):
+        raise TypeError(f"The source text must be a string, got {type(text).__name__}.")
+    if not text.strip():
+        raise ValueError("The source text is empty (or only white space): there is nothing to translate.")
+    return f"{token} {text.strip()}"
+
+
+def direction_to_languages(direction: str) -> tuple[str, str]:
+    """Split a direction such as ``"es-en"`` into ``(source_lang, target_lang)``.
+
+    Raises:
+        ValueError: if `direction` is not one of `DIRECTIONS`; the message lists the valid ones.
+    """
+    if direction not in DIRECTIONS:
+        valid = ", ".join(repr(d) for d in DIRECTIONS)
+        raise ValueError(f"Unknown translation direction {direction!r}: expected one of {valid}.")
+    source_lang, target_lang = direction.split("-")
+    return source_lang, target_lang
+
+
+def _non_empty(texts: Iterable[str]) -> Iterator[str]:
+    for text in texts:
+        if text and not text.isspace():
+            yield text
+
+
+def wrap_tokenizer(
+    tokenizer: Tokenizer,
+    model_max_length: int = DEFAULT_MODEL_MAX_LENGTH,
+) -> PreTrainedTokenizerFast:
+    """Wrap a `tokenizers.Tokenizer` that has our special tokens at their fixed ids as a transformers one.
+
+    Sets pad/bos/eos/unk, the language tokens as extra special tokens, right padding and `model_max_length`.
+
+    Raises:
+        ValueError: if a special token is missing or does not have its fixed id.
+    """
+    for expected_id, token in enumerate(SPECIAL_TOKENS):
+        actual_id = tokenizer.token_to_id(token)
+        if actual_id != expected_id:
+            raise ValueError(f"Special token {token!r} must have id {expected_id}, but has id {actual_id}.")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        pad_token=PAD_TOKEN,
+        bos_token=BOS_TOKEN,
+        eos_token=EOS_TOKEN,
+        unk_token=UNK_TOKEN,
+        additional_special_tokens=[LANGUAGE_TOKENS[lang] for lang in SUPPORTED_LANGUAGES],
+        model_max_length=model_max_length,
+        padding_side="right",
+        truncation_side="right",
+    )
+
+
+def train_tokenizer(
+    texts: Iterable[str],
+    vocab_size: int = DEFAULT_VOCAB_SIZE,
+    *,
+    model_type: str = "unigram",
+    model_max_length: int = DEFAULT_MODEL_MAX_LENGTH,
+    initial_alphabet: Sequence[str] = DEFAULT_INITIAL_ALPHABET,
+    max_piece_length: int = 16,
+    show_progress: bool = False,
+) -> PreTrainedTokenizerFast:
+    """Train one shared subword vocabulary on `texts` (English and Spanish sentences mixed).
+
+    Args:
+        texts: the training sentences; pass BOTH sides of the training pairs (empty strings are skipped).
+            Do not pass validation or test sentences.
+        vocab_size: size of the vocabulary, special tokens included. The Unigram trainer may stop below it
+            on a very small corpus.
+        model_type: ``"unigram"`` (SentencePiece-style, the default) or ``"bpe"``.
+        model_max_length: the longest sequence the model takes; `truncation=True` cuts to it.
+        initial_alphabet: characters that are always in the vocabulary (see `DEFAULT_INITIAL_ALPHABET`).
+        max_piece_length: longest subword piece, in characters (Unigram only).
+        show_progress: show the trainer's progress bar.
+
+    Returns:
+        A `PreTrainedTokenizerFast` with ``<pad>=0, <s>=1, </s>=2, <unk>=3, >>en<<=4, >>es<<=5`` that appends
+        `</s>` to every sequence.
+    """
+    if model_type not in ("unigram", "bpe"):
+        raise ValueError(f"model_type must be 'unigram' or 'bpe', got {model_type!r}.")
+    alphabet = list(dict.fromkeys(initial_alphabet))
+    if vocab_size < len(SPECIAL_TOKENS) + len(alphabet):
+        raise ValueError(
+            f"vocab_size={vocab_size} is too small: it must hold the {len(SPECIAL_TOKENS)} special tokens "
+            f"and the {len(alphabet)} characters of the initial alphabet."
+        )
+    special_tokens = list(SPECIAL_TOKENS)
+    if model_type == "unigram":
+        tokenizer = Tokenizer(models.Unigram())
+        trainer: trainers.Trainer = trainers.UnigramTrainer(
+            vocab_size=vocab_size,
+            special_tokens=special_tokens,
+            unk_token=UNK_TOKEN,
+            initial_alphabet=alphabet,
+            max_piece_length=max_piece_length,
+            show_progress=show_progress,
+        )
+    else:
+        tokenizer = Tokenizer(models.BPE(unk_token=UNK_TOKEN))
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=special_tokens,
+            initial_alphabet=alphabet,
+            show_progress=show_progress,
+        )
+    tokenizer.normalizer = _build_normalizer()
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=_METASPACE, prepend_scheme="always")
+    tokenizer.decoder = decoders.Metaspace(replacement=_METASPACE, prepend_scheme="always")
+    tokenizer.train_from_iterator(_non_empty(texts), trainer=trainer)
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"$A {EOS_TOKEN}",
+        pair=f"$A $B {EOS_TOKEN}",
+        special_tokens=[(EOS_TOKEN, EOS_ID)],
+    )
+    return wrap_tokenizer(tokenizer, model_max_length=model_max_length)
+
+
+def build_tokenizer_from_pairs(
+    pairs_path: str | os.PathLike[str],
+    vocab_size: int = DEFAULT_VOCAB_SIZE,
+    out_dir: str | os.PathLike[str] | None = None,
+    *,
+    validation_size: int | float = 2000,
+    test_size: int | float = 2000,
+    seed: int = 0,
+    train_split_only: bool = True,
+    model_type: str = "unigram",
+    model_max_length: int = DEFAULT_MODEL_MAX_LENGTH,
+    **read_kwargs: Any,
+) -> PreTrainedTokenizerFast:
+    """Read a corpus of pairs with `hf_vaswani.data.load_pairs`, train the tokenizer on it, save it.
+
+    With `train_split_only` (the default) the tokenizer only sees the training split that
+    `hf_vaswani.data.prepare_splits` makes with the same `validation_size`, `test_size` and `seed`, so the
+    held-out sentences stay unseen; both sides of every training pair are used.
+
+    Args:
+        pairs_path: a file `hf_vaswani.data.read_pairs` reads (or a Hub dataset id); `read_kwargs` go to it.
+        vocab_size, model_type, model_max_length: as in `train_tokenizer`.
+        out_dir: where to `save_pretrained` the tokenizer; None does not save.
+    """
+    from .data import deduplicate_pairs, load_pairs, prepare_splits
+
+    pairs = load_pairs(pairs_path, **read_kwargs)
+    if train_split_only:
+        splits = prepare_splits(pairs, validation_size=validation_size, test_size=test_size, seed=seed)
+        pairs = splits["train"]
+    else:
+        pairs = deduplicate_pairs(pairs)
+    tokenizer = train_tokenizer(
+        (text for pair in pairs for text in pair),
+        vocab_size,
+        model_type=model_type,
+        model_max_length=model_max_length,
+    )
+    if out_dir is not None:
+        tokenizer.save_pretrained(str(out_dir))
+    return tokenizer
