@@ -24,6 +24,8 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("average-checkpoints", "hf_vaswani.training", "average the weights of the last N checkpoints (sec. 6.1)"),
     ("translate", "hf_vaswani.inference", "translate sentences (arguments, or one per line on stdin)"),
     ("evaluate", "hf_vaswani.inference", "BLEU and chrF of a model on a TSV of sentence pairs"),
+    ("demo", "hf_vaswani.demo_app", "translate-and-inspect web demo (Gradio) on 127.0.0.1"),
+    ("convert-marian", "hf_vaswani.convert_marian", "convert a Marian (OPUS-MT) model into an hf_vaswani one, exactly"),
 ]
 
 #: Errors shown as one line (set HF_VASWANI_TRACEBACK=1 to see the traceback instead).
