@@ -11,10 +11,12 @@ others.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -26,10 +28,43 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("evaluate", "hf_vaswani.inference", "BLEU and chrF of a model on a TSV of sentence pairs"),
     ("demo", "hf_vaswani.demo_app", "translate-and-inspect web demo (Gradio) on 127.0.0.1"),
     ("convert-marian", "hf_vaswani.convert_marian", "convert a Marian (OPUS-MT) model into an hf_vaswani one, exactly"),
+    ("compare-bert", "vaswani_inspect.compare", "compare our attention heads with a pretrained BERT's (Clark et al.)"),
 ]
 
-#: Errors shown as one line (set HF_VASWANI_TRACEBACK=1 to see the traceback instead).
-USER_ERRORS = (FileNotFoundError, FileExistsError, ValueError, NotADirectoryError)
+#: Errors shown as one line with exit code 2 (set HF_VASWANI_TRACEBACK=1 to see the traceback instead): bad
+#: values (ValueError, which includes UnicodeDecodeError and JSON errors) and file system errors (OSError:
+#: missing files, permissions, a folder where a file is expected, ...).
+USER_ERRORS = (ValueError, OSError)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An `argparse.ArgumentParser` whose usage errors are one line (exit code 2), pointing to ``--help``."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+@contextlib.contextmanager
+def _one_line_warnings(command: str) -> Iterator[None]:
+    """Show the warnings of this package (malformed input lines, skipped checkpoints) as one line each,
+    ``hf-vaswani COMMAND: warning: ...``; other warnings as usual."""
+    original = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
+        if category.__module__.split(".")[0] == "hf_vaswani":
+            print(f"hf-vaswani {command}: warning: {_one_line(str(message))}", file=sys.stderr)
+        else:
+            original(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = original
 
 
 def _requested(argv: Sequence[str]) -> str | None:
@@ -42,7 +77,7 @@ def _requested(argv: Sequence[str]) -> str | None:
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The parser; the modules of the subcommand named in `argv` (if any) are imported and add their parsers,
     the other subcommands get a placeholder that only carries their help line."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="hf-vaswani",
         description="The Transformer of Vaswani et al. (2017) as a Hugging Face transformers model.",
     )
@@ -58,6 +93,11 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``hf-vaswani`` command line with `argv` (default: ``sys.argv[1:]``); returns the exit code.
+
+    Bad input (missing or unreadable files, malformed values, an unknown direction, a wrong ``--set``) gives a
+    one-line ``hf-vaswani COMMAND: error: ...`` on stderr and exit code 2, without a traceback.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
@@ -65,11 +105,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:  # a placeholder: its module did not add it (should not happen)
         parser.error(f"the subcommand {args.command!r} is not available")
     try:
-        return int(func(args) or 0)
+        with _one_line_warnings(args.command):
+            return int(func(args) or 0)
     except USER_ERRORS as error:
         if os.environ.get("HF_VASWANI_TRACEBACK"):
             raise
-        print(f"hf-vaswani {args.command}: error: {error}", file=sys.stderr)
+        print(f"hf-vaswani {args.command}: error: {_one_line(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"hf-vaswani {args.command}: interrupted", file=sys.stderr)

@@ -39,6 +39,8 @@ import re
 import shutil
 import sys
 import time
+import warnings
+import zipfile
 from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -57,21 +59,24 @@ from transformers import (
     TrainerCallback,
     set_seed,
 )
-from transformers.trainer_pt_utils import LengthGroupedSampler
-from transformers.trainer_utils import get_last_checkpoint
+from transformers.trainer_pt_utils import LengthGroupedSampler, safe_globals
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 
 from .configuration_vaswani import VaswaniConfig
 from .modeling_vaswani import VaswaniForConditionalGeneration
 
 __all__ = [
     "DEFAULT_CONFIG",
+    "IncompleteCheckpointWarning",
     "JsonlLoggerCallback",
     "VaswaniTrainer",
     "add_parser",
     "apply_overrides",
     "average_checkpoints",
     "build_training_arguments",
+    "checkpoint_problem",
     "find_checkpoints",
+    "last_checkpoint",
     "load_config",
     "paper_learning_rate",
     "paper_lr_lambda",
@@ -290,12 +295,98 @@ def build_training_arguments(config: Mapping[str, Any], d_model: int) -> Seq2Seq
 # --------------------------------------------------------------------------------------------- trainer
 
 
+#: A checkpoint is written into ``tmp-checkpoint-N`` and renamed to ``checkpoint-N`` once complete.
+STAGING_PREFIX = "tmp-"
+#: The training arguments, as JSON (instead of Trainer's pickled ``training_args.bin``).
+TRAINING_ARGS_JSON = "training_args.json"
+#: RNG states at the start of the epoch a checkpoint was written in (see `VaswaniTrainer`).
+EPOCH_RNG_STATE_NAME = "epoch_rng_state.pth"
+
+
+class IncompleteCheckpointWarning(UserWarning):
+    """A ``checkpoint-N`` folder is incomplete (a save was interrupted) and is skipped."""
+
+
+def _plain_numpy_state(state: Any) -> Any:
+    """`numpy.random.get_state()` with plain Python values, so that ``torch.load(weights_only=True)`` loads it
+    without allowlisting numpy; `numpy.random.set_state` takes it back as is."""
+    if isinstance(state, tuple) and len(state) == 5 and hasattr(state[1], "tolist"):
+        return (str(state[0]), [int(v) for v in state[1].tolist()], int(state[2]), int(state[3]), float(state[4]))
+    return state
+
+
+def _fsync_tree(folder: Path) -> None:
+    """Flush the files of `folder` (recursively) and the folder itself to disk."""
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            with open(path, "rb") as handle:
+                os.fsync(handle.fileno())
+    for directory in [folder, *sorted(p for p in folder.rglob("*") if p.is_dir())]:
+        try:
+            descriptor = os.open(directory, os.O_RDONLY)
+        except OSError:  # some platforms cannot open a directory
+            continue
+        try:
+            os.fsync(descriptor)
+        except OSError:
+            pass
+        finally:
+            os.close(descriptor)
+
+
+def _publish_dir(staged: Path, final: Path) -> None:
+    """Move the completely written folder `staged` to `final` in one rename, replacing an existing `final`.
+
+    Readers see either the old `final` (or none) or the complete new one, never a partial folder.
+    """
+    _fsync_tree(staged)
+    if final.exists():
+        # os.replace cannot replace a non-empty folder: move the old one aside first, then delete it.
+        old = staged.parent / f"{final.name}.old"
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(final, old)
+        os.replace(staged, final)
+        shutil.rmtree(old)
+    else:
+        os.replace(staged, final)
+    try:
+        descriptor = os.open(final.parent, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+    except OSError:
+        pass
+
+
 class VaswaniTrainer(Seq2SeqTrainer):
-    """`Seq2SeqTrainer` with the paper's learning rate schedule and length grouping from precomputed lengths."""
+    """`Seq2SeqTrainer` with the paper's learning rate schedule, length grouping from precomputed lengths and
+    fault-tolerant checkpoints.
+
+    Checkpoints (what `Seq2SeqTrainer` adds to a plain ``Trainer.train`` run of transformers 5.24):
+
+    * Atomic: a checkpoint is written into ``tmp-checkpoint-N`` and renamed to ``checkpoint-N`` when every
+      process has written its part, so a ``checkpoint-N`` folder is always complete; a killed save leaves a
+      ``tmp-checkpoint-N`` folder, which `train` removes. (Trainer itself writes straight into
+      ``checkpoint-N``.)
+    * Safe to load: every file loads with ``torch.load(..., weights_only=True)``. The training arguments are
+      written as ``training_args.json`` instead of the pickled ``training_args.bin`` (which resuming does not
+      need), and the numpy RNG state in ``rng_state*.pth`` is stored as plain Python values.
+    * Same data order after resuming: Trainer draws the permutation of an epoch from the RNG state at the
+      start of that epoch, which it does not save (it saves the state at the checkpoint), so a run resumed in
+      epoch e >= 1 would replay the first epoch's order. ``epoch_rng_state.pth`` keeps the RNG states of the
+      start of the checkpoint's epoch (the global CPU generator and the sampler's own generator, if any), and
+      they are restored before the resumed epoch's order is drawn. Checkpoints without that file (written by
+      an older version) resume as before.
+    """
 
     def __init__(self, *args: Any, train_lengths: Sequence[int] | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.train_lengths = list(train_lengths) if train_lengths is not None else None
+        self._staging_dir: Path | None = None
+        self._train_sampler_ref: Any = None
+        self._epoch_start_rng: dict[str, Any] | None = None
 
     def create_scheduler(
         self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None
@@ -315,10 +406,108 @@ class VaswaniTrainer(Seq2SeqTrainer):
             and dataset is not None
             and len(dataset) == len(self.train_lengths)
         ):
-            return LengthGroupedSampler(
+            sampler = LengthGroupedSampler(
                 self.args.train_batch_size * self.args.gradient_accumulation_steps, lengths=self.train_lengths
             )
-        return super()._get_train_sampler(train_dataset)
+        else:
+            sampler = super()._get_train_sampler(train_dataset)
+        self._train_sampler_ref = sampler
+        return sampler
+
+    # ------------------------------------------------------------------ same data order after resuming
+
+    def _rng_file_name(self, stem: str) -> str:
+        return f"{stem}.pth" if self.args.world_size <= 1 else f"{stem}_{self.args.process_index}.pth"
+
+    def _sampler_generator(self) -> torch.Generator | None:
+        generator = getattr(self._train_sampler_ref, "generator", None)
+        return generator if isinstance(generator, torch.Generator) else None
+
+    def _run_epoch(self, **kwargs: Any) -> Any:
+        epoch = kwargs["epoch"]
+        checkpoint = kwargs.get("resume_from_checkpoint")
+        if (
+            checkpoint is not None
+            and epoch == kwargs.get("epochs_trained")
+            and kwargs.get("steps_trained_in_current_epoch")
+        ):
+            self._restore_epoch_rng_state(checkpoint, epoch)
+        generator = self._sampler_generator()
+        self._epoch_start_rng = {
+            "epoch": int(epoch),
+            "cpu": torch.get_rng_state(),
+            **({"sampler": generator.get_state()} if generator is not None else {}),
+        }
+        if hasattr(self._train_sampler_ref, "set_epoch"):
+            self._train_sampler_ref.set_epoch(epoch)
+        return super()._run_epoch(**kwargs)
+
+    def _restore_epoch_rng_state(self, checkpoint: str, epoch: int) -> None:
+        path = Path(checkpoint) / self._rng_file_name(Path(EPOCH_RNG_STATE_NAME).stem)
+        if not path.is_file():
+            print(
+                f"hf-vaswani train: note: {Path(checkpoint).name} has no {path.name} (written by an older version): "
+                "the order of the rest of the resumed epoch may differ from an uninterrupted run.",
+                file=sys.stderr,
+            )
+            return
+        saved = torch.load(path, weights_only=True)
+        if int(saved.get("epoch", -1)) != int(epoch):
+            return  # saved at the end of an epoch: Trainer restores the checkpoint's own RNG state instead
+        torch.set_rng_state(saved["cpu"])
+        generator = self._sampler_generator()
+        if generator is not None and "sampler" in saved:
+            generator.set_state(saved["sampler"])
+
+    # ------------------------------------------------------------------ atomic, weights-only checkpoints
+
+    def _get_output_dir(self, trial: Any) -> str:
+        if self._staging_dir is not None:
+            return str(self._staging_dir)
+        return super()._get_output_dir(trial=trial)
+
+    def _save_checkpoint(self, model: Any, trial: Any) -> None:
+        run_dir = Path(super()._get_output_dir(trial=trial))
+        name = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+        staging = run_dir / f"{STAGING_PREFIX}{name}"
+        if self.args.should_save and staging.exists():
+            shutil.rmtree(staging)  # left by a save that was killed
+        self.accelerator.wait_for_everyone()
+        self._staging_dir = staging  # Trainer writes into staging/checkpoint-N (see _get_output_dir)
+        try:
+            super()._save_checkpoint(model, trial)
+        finally:
+            self._staging_dir = None
+        self.accelerator.wait_for_everyone()  # every process has written its rng_state_*.pth
+        if self.args.should_save:
+            _publish_dir(staging / name, run_dir / name)
+            shutil.rmtree(staging, ignore_errors=True)
+            rotate_checkpoints(
+                output_dir=str(run_dir),
+                save_total_limit=self.args.save_total_limit,
+                best_model_checkpoint=self.state.best_model_checkpoint,
+                use_mtime=True,
+            )
+        self.accelerator.wait_for_everyone()
+
+    def _save_rng_state(self, output_dir: str) -> None:
+        super()._save_rng_state(output_dir)
+        path = Path(output_dir) / self._rng_file_name("rng_state")
+        if path.is_file():
+            with safe_globals():
+                states = torch.load(path, weights_only=True)
+            if "numpy" in states:
+                states["numpy"] = _plain_numpy_state(states["numpy"])
+            torch.save(states, path)
+        if self._epoch_start_rng is not None:
+            torch.save(self._epoch_start_rng, Path(output_dir) / self._rng_file_name(Path(EPOCH_RNG_STATE_NAME).stem))
+
+    def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
+        super()._save(output_dir, state_dict=state_dict)
+        if self.args.should_save:
+            folder = Path(output_dir if output_dir is not None else self.args.output_dir)
+            (folder / "training_args.bin").unlink(missing_ok=True)
+            (folder / TRAINING_ARGS_JSON).write_text(self.args.to_json_string(), encoding="utf-8")
 
 
 class JsonlLoggerCallback(TrainerCallback):
@@ -349,14 +538,40 @@ class JsonlLoggerCallback(TrainerCallback):
 # --------------------------------------------------------------------------------------------- metrics
 
 
-def _compute_metrics_factory(tokenizer: Any) -> Any:
-    """`make_compute_metrics` of the metrics module, or a minimal sacrebleu-based one if it is missing."""
+def _compute_metrics_factory(tokenizer: Any, directions: Sequence[str] | None = None) -> Any:
+    """`make_compute_metrics` of the metrics module (or a minimal sacrebleu-based one if it is missing), which
+    gives BLEU/chrF over all validation rows; with `directions` (the direction of each validation row, in
+    order) also ``bleu_es-en``, ``chrf_es-en``, ... per direction. Trainer hands the predictions over in the
+    order of the evaluation dataset (also when several processes evaluate), so row i has direction i."""
     try:
         from .metrics import make_compute_metrics  # type: ignore[attr-defined]
 
-        return make_compute_metrics(tokenizer)
+        compute = make_compute_metrics(tokenizer)
     except ImportError:
-        return _fallback_compute_metrics(tokenizer)
+        compute = _fallback_compute_metrics(tokenizer)
+    if not directions or len(set(directions)) < 2:
+        return compute
+    import numpy as np
+
+    directions = list(directions)
+    rows = {
+        direction: np.array([i for i, d in enumerate(directions) if d == direction])
+        for direction in dict.fromkeys(directions)
+    }
+
+    def compute_with_directions(eval_prediction: Any) -> dict[str, float]:
+        predictions, labels = eval_prediction[0], eval_prediction[1]
+        if isinstance(predictions, tuple):
+            predictions = predictions[0]
+        scores = dict(compute((predictions, labels)))
+        if len(predictions) == len(directions):
+            for direction, indices in rows.items():
+                part = compute((np.asarray(predictions)[indices], np.asarray(labels)[indices]))
+                scores[f"bleu_{direction}"] = part["bleu"]
+                scores[f"chrf_{direction}"] = part["chrf"]
+        return scores
+
+    return compute_with_directions
 
 
 def _fallback_compute_metrics(tokenizer: Any) -> Any:
@@ -364,7 +579,7 @@ def _fallback_compute_metrics(tokenizer: Any) -> Any:
     import sacrebleu
 
     def compute(eval_prediction: Any) -> dict[str, float]:
-        predictions, labels = eval_prediction.predictions, eval_prediction.label_ids
+        predictions, labels = eval_prediction[0], eval_prediction[1]
         if isinstance(predictions, tuple):
             predictions = predictions[0]
         predictions = np.where(predictions < 0, tokenizer.pad_token_id, predictions)
@@ -408,7 +623,9 @@ def _generation_config(model_config: VaswaniConfig, training: Mapping[str, Any])
     )
 
 
-def _load_or_train_tokenizer(config: Mapping[str, Any], output_dir: Path, train_pairs: Sequence[Any]) -> Any:
+def _load_or_train_tokenizer(
+    config: Mapping[str, Any], output_dir: Path, train_pairs: Sequence[Any], save: bool = True
+) -> Any:
     from .tokenization import train_tokenizer
 
     saved = output_dir / "tokenizer"
@@ -420,7 +637,7 @@ def _load_or_train_tokenizer(config: Mapping[str, Any], output_dir: Path, train_
     else:
         texts = [text for pair in train_pairs for text in pair]
         tokenizer = train_tokenizer(texts, vocab_size=int(section["vocab_size"]), model_type=section["model_type"])
-    if not (saved / "tokenizer.json").is_file():
+    if save and not (saved / "tokenizer.json").is_file():
         tokenizer.save_pretrained(saved)
     return tokenizer
 
@@ -430,15 +647,124 @@ def _checkpoint_step(path: Path) -> int:
     return int(match.group(1)) if match else -1
 
 
-def find_checkpoints(output_dir: str | os.PathLike[str]) -> list[Path]:
-    """The ``checkpoint-N`` folders of `output_dir` that hold a model, in increasing N."""
+def _safetensors_problem(path: Path) -> str | None:
+    """Why the safetensors file at `path` is unreadable (truncated, bad header), or None. Reads the header only."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            raw = handle.read(8)
+            if len(raw) < 8:
+                return f"{path.name} is truncated"
+            header_size = int.from_bytes(raw, "little")
+            if header_size > size - 8:
+                return f"{path.name} is truncated"
+            header = json.loads(handle.read(header_size))
+    except (OSError, ValueError) as error:
+        return f"{path.name} is unreadable ({error})"
+    ends = [entry["data_offsets"][1] for key, entry in header.items() if key != "__metadata__"]
+    if 8 + header_size + max(ends, default=0) > size:
+        return f"{path.name} is truncated"
+    return None
+
+
+def checkpoint_problem(folder: str | os.PathLike[str]) -> str | None:
+    """Why `folder` is not a complete Trainer checkpoint, or None when it is complete.
+
+    Checked: the model weights (``model.safetensors``, or a sharded index and all its shards) are readable and
+    not truncated; ``trainer_state.json`` (which Trainer writes last) is valid JSON and, for a ``checkpoint-N``
+    folder, records step N; every ``*.pt`` / ``*.pth`` file is a complete archive. This catches checkpoints
+    cut short by a crash in the middle of a save by a version without atomic saves (`VaswaniTrainer` renames a
+    checkpoint into place only once it is complete).
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return "not a folder"
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            with open(index, encoding="utf-8") as handle:
+                shards = sorted(set(json.load(handle)["weight_map"].values()))
+        except (OSError, ValueError, KeyError) as error:
+            return f"{index.name} is unreadable ({error})"
+        weights = [folder / shard for shard in shards]
+    else:
+        weights = [folder / "model.safetensors"]
+    for path in weights:
+        if not path.is_file():
+            return f"{path.name} is missing"
+        problem = _safetensors_problem(path)
+        if problem:
+            return problem
+    state_path = folder / "trainer_state.json"
+    if not state_path.is_file():
+        return "trainer_state.json is missing"
+    try:
+        with open(state_path, encoding="utf-8") as handle:
+            state = json.load(handle)
+    except (OSError, ValueError) as error:
+        return f"trainer_state.json is unreadable ({error})"
+    step = _checkpoint_step(folder)
+    if step >= 0 and state.get("global_step") != step:
+        return f"trainer_state.json records step {state.get('global_step')}, not {step}"
+    for path in sorted([*folder.glob("*.pt"), *folder.glob("*.pth")]):
+        if not zipfile.is_zipfile(path):
+            return f"{path.name} is truncated or not a torch archive"
+    return None
+
+
+def find_checkpoints(output_dir: str | os.PathLike[str], *, warn: bool = False) -> list[Path]:
+    """The complete ``checkpoint-N`` folders of `output_dir` (see `checkpoint_problem`), in increasing N.
+
+    Incomplete ones are left out, with an `IncompleteCheckpointWarning` when `warn`.
+    """
     output_dir = Path(output_dir)
     if not output_dir.is_dir():
         return []
-    found = [
-        p for p in output_dir.iterdir() if p.is_dir() and _checkpoint_step(p) >= 0 and any(p.glob("model*.safetensors"))
-    ]
-    return sorted(found, key=_checkpoint_step)
+    found = []
+    for path in sorted(
+        (p for p in output_dir.iterdir() if p.is_dir() and _checkpoint_step(p) >= 0), key=_checkpoint_step
+    ):
+        problem = checkpoint_problem(path)
+        if problem is None:
+            found.append(path)
+        elif warn:
+            warnings.warn(
+                f"skipping the incomplete checkpoint {path} ({problem}); an interrupted save leaves this.",
+                IncompleteCheckpointWarning,
+                stacklevel=2,
+            )
+    return found
+
+
+def last_checkpoint(output_dir: str | os.PathLike[str], *, warn: bool = True) -> Path | None:
+    """The complete checkpoint of `output_dir` with the highest step, or None; newer incomplete checkpoints are
+    skipped (with an `IncompleteCheckpointWarning` when `warn`)."""
+    output_dir = Path(output_dir)
+    if not output_dir.is_dir():
+        return None
+    complete = find_checkpoints(output_dir)
+    newest = _checkpoint_step(complete[-1]) if complete else -1
+    if warn:
+        for path in output_dir.iterdir():
+            if path.is_dir() and _checkpoint_step(path) > newest:
+                problem = checkpoint_problem(path)
+                warnings.warn(
+                    f"skipping the incomplete checkpoint {path.name} ({problem}): "
+                    + (f"resuming from {complete[-1].name} instead." if complete else "no complete checkpoint."),
+                    IncompleteCheckpointWarning,
+                    stacklevel=2,
+                )
+    return complete[-1] if complete else None
+
+
+def _remove_staging_dirs(output_dir: Path) -> None:
+    """Delete the ``tmp-checkpoint-N`` folders that killed saves left behind."""
+    if not output_dir.is_dir():
+        return
+    for path in output_dir.iterdir():
+        if path.is_dir() and path.name.startswith(f"{STAGING_PREFIX}{PREFIX_CHECKPOINT_DIR}-"):
+            print(f"hf-vaswani train: removing {path}, left by an interrupted checkpoint save", file=sys.stderr)
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, Any]:
@@ -472,29 +798,39 @@ def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, An
     for direction in data["directions"]:
         direction_to_languages(direction)
 
-    last_checkpoint = get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
-    if resume is True and last_checkpoint is None:
-        raise FileNotFoundError(f"--resume: no checkpoint-N folder in {str(output_dir)!r} to resume from.")
-    if resume is False and last_checkpoint is not None:
+    # The training arguments first: under torchrun / accelerate launch they set up the process group, which
+    # the data preparation below needs (the main process trains the tokenizer while the others wait).
+    d_model = int((config["model"] or {}).get("d_model", VaswaniConfig().d_model))
+    args = build_training_arguments(config, d_model)
+    is_main = args.process_index == 0
+
+    found = last_checkpoint(output_dir, warn=resume is not False and is_main)
+    if resume is True and found is None:
+        raise FileNotFoundError(f"--resume: no complete checkpoint-N folder in {str(output_dir)!r} to resume from.")
+    if resume is False and found is not None:
         raise FileExistsError(
-            f"{str(output_dir)!r} already has checkpoints (the last is {Path(last_checkpoint).name}): resume "
+            f"{str(output_dir)!r} already has checkpoints (the last is {found.name}): resume "
             "from it (--resume), or choose another training.output_dir."
         )
-    resume_from = last_checkpoint if resume is not False else None
+    resume_from = str(found) if found is not None and resume is not False else None
 
     # Data: read, deduplicate, split (deterministic), tokenizer trained on the training split only.
     pairs = deduplicate_pairs(load_pairs(data["path"]))
     splits = split_pairs(
         pairs, validation_size=data["validation_size"], test_size=data["test_size"], seed=int(data["split_seed"])
     )
-    output_dir.mkdir(parents=True, exist_ok=True)
-    tokenizer = _load_or_train_tokenizer(config, output_dir, splits["train"])
-    max_length = int(data["max_length"])
-    splits["train"] = filter_pairs(
-        splits["train"], max_tokens=max_length, tokenizer=tokenizer, max_length_ratio=data["max_length_ratio"]
-    )
-    for name in ("validation", "test"):
-        write_pairs_tsv(splits[name], output_dir / "splits" / f"{name}.tsv")
+    with args.main_process_first(local=False, desc="tokenizer and data splits"):
+        if is_main:
+            output_dir.mkdir(parents=True, exist_ok=True)
+            _remove_staging_dirs(output_dir)
+        tokenizer = _load_or_train_tokenizer(config, output_dir, splits["train"], save=is_main)
+        max_length = int(data["max_length"])
+        splits["train"] = filter_pairs(
+            splits["train"], max_tokens=max_length, tokenizer=tokenizer, max_length_ratio=data["max_length_ratio"]
+        )
+        if is_main:
+            for name in ("validation", "test"):
+                write_pairs_tsv(splits[name], output_dir / "splits" / f"{name}.tsv")
     datasets = build_translation_datasets(splits, data["directions"])
     eval_samples = int(data["eval_samples"] or 0)
     validation = datasets["validation"].shuffle(seed=int(data["split_seed"]))
@@ -513,10 +849,10 @@ def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, An
     model = VaswaniForConditionalGeneration(model_config)
     model.generation_config = _generation_config(model_config, training)
     config["model"] = {**(config["model"] or {}), "vocab_size": model_config.vocab_size}
-    with open(output_dir / "config.yaml", "w", encoding="utf-8") as handle:
-        yaml.safe_dump(config, handle, sort_keys=False, allow_unicode=True)
+    if is_main:
+        with open(output_dir / "config.yaml", "w", encoding="utf-8") as handle:
+            yaml.safe_dump(config, handle, sort_keys=False, allow_unicode=True)
 
-    args = build_training_arguments(config, model_config.d_model)
     trainer = VaswaniTrainer(
         model=model,
         args=args,
@@ -524,31 +860,41 @@ def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, An
         eval_dataset=eval_dataset if args.eval_strategy != "no" else None,
         data_collator=DataCollatorForSeq2Seq(tokenizer, model=model, label_pad_token_id=-100),
         processing_class=tokenizer,
-        compute_metrics=_compute_metrics_factory(tokenizer),
+        compute_metrics=_compute_metrics_factory(tokenizer, validation["direction"]),
         callbacks=[JsonlLoggerCallback(output_dir / "log.jsonl")],
         train_lengths=train_lengths,
     )
-    print(
-        f"hf-vaswani train: {len(train_dataset):,} training rows ({', '.join(data['directions'])}), "
-        f"{len(eval_dataset):,} validation rows, {model.num_parameters():,} parameters, "
-        f"peak lr {args.learning_rate:.3g} at step {int(training['warmup_steps'])}, "
-        + (f"resuming from {resume_from}" if resume_from else "starting from scratch"),
-        file=sys.stderr,
-    )
+    if is_main:
+        print(
+            f"hf-vaswani train: {len(train_dataset):,} training rows ({', '.join(data['directions'])}), "
+            f"{len(eval_dataset):,} validation rows, {model.num_parameters():,} parameters, "
+            f"peak lr {args.learning_rate:.3g} at step {int(training['warmup_steps'])}, "
+            + (f"{args.world_size} processes, " if args.world_size > 1 else "")
+            + (f"resuming from {resume_from}" if resume_from else "starting from scratch"),
+            file=sys.stderr,
+        )
     result = trainer.train(resume_from_checkpoint=resume_from)
 
+    # final/ is written into tmp-final/ and renamed, like the checkpoints.
     final_dir = output_dir / "final"
-    trainer.save_model(str(final_dir))
-    tokenizer.save_pretrained(final_dir)
+    staging = output_dir / f"{STAGING_PREFIX}final"
+    if is_main and staging.exists():
+        shutil.rmtree(staging)
+    trainer.accelerator.wait_for_everyone()
+    trainer.save_model(str(staging))  # every process: FSDP / DeepSpeed gather the weights collectively
     save_dtype = training["save_dtype"]
-    if save_dtype:
-        _cast_saved_model(final_dir, save_dtype)
     averaged_dir = None
-    checkpoints = find_checkpoints(output_dir)
-    n_average = int(training["average_last"] or 0)
-    if n_average >= 2 and len(checkpoints) >= 2:
-        averaged_dir = output_dir / "averaged"
-        average_checkpoints(checkpoints[-n_average:], averaged_dir, dtype=save_dtype)
+    if is_main:
+        tokenizer.save_pretrained(staging)
+        if save_dtype:
+            _cast_saved_model(staging, save_dtype)
+        _publish_dir(staging, final_dir)
+        checkpoints = find_checkpoints(output_dir)
+        n_average = int(training["average_last"] or 0)
+        if n_average >= 2 and len(checkpoints) >= 2:
+            averaged_dir = output_dir / "averaged"
+            average_checkpoints(checkpoints[-n_average:], averaged_dir, dtype=save_dtype)
+    trainer.accelerator.wait_for_everyone()
     return {
         "output_dir": str(output_dir),
         "resumed_from": resume_from,
@@ -556,6 +902,8 @@ def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, An
         "training_loss": result.training_loss,
         "final": str(final_dir),
         "averaged": str(averaged_dir) if averaged_dir else None,
+        "world_size": args.world_size,
+        "process_index": args.process_index,
     }
 
 
