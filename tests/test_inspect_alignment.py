@@ -1,0 +1,192 @@
+"""Alignments from cross-attention: permutation recovery (with and without shift), Pharaoh, gold files, AER."""
+
+import numpy as np
+import pytest
+
+from vaswani_inspect import (
+    AlignmentScores,
+    AttentionRecord,
+    GoldAlignment,
+    align,
+    alignment_error_rate,
+    alignment_matrix,
+    best_layer,
+    read_gold,
+    source_words,
+    target_words,
+    to_pharaoh,
+)
+
+SOURCE = [">>en<<", "▁a", "▁b", "b2", "▁c", "▁d", "</s>"]  # words: a=[1] b=[2,3] c=[4] d=[5]
+TARGET = ["<s>", "▁w", "▁x", "x2", "▁y", "▁z", "</s>"]  # words: w=[1] x=[2,3] y=[4] z=[5]
+SOURCE_PIECES = [[1], [2, 3], [4], [5]]
+TARGET_PIECES = [[1], [2, 3], [4], [5]]
+PERMUTATION = [2, 0, 3, 1]  # target word j is the translation of source word PERMUTATION[j]
+
+
+def _planted_cross(shift: bool, rng: np.random.Generator) -> np.ndarray:
+    """(T, S) attention: the rows of target word j put 0.9 of their mass on source word PERMUTATION[j]."""
+    t, s = len(TARGET), len(SOURCE)
+    matrix = rng.uniform(0.5, 1.0, size=(t, s))
+    matrix /= matrix.sum(-1, keepdims=True)
+    offset = 0 if shift else -1  # shift=False: piece p is predicted by row p - 1
+    for j, pieces in enumerate(TARGET_PIECES):
+        source = SOURCE_PIECES[PERMUTATION[j]]
+        for p in pieces:
+            row = np.full(s, 0.1 / (s - len(source)))
+            row[source] = 0.9 / len(source)
+            matrix[p + offset] = row
+    return matrix
+
+
+def _record(cross: np.ndarray) -> AttentionRecord:
+    layers, heads = cross.shape[:2]
+    s, t = len(SOURCE), len(TARGET)
+    return AttentionRecord(
+        source_tokens=SOURCE,
+        target_tokens=TARGET,
+        source_ids=list(range(s)),
+        target_ids=list(range(t)),
+        encoder=np.full((layers, heads, s, s), 1.0 / s),
+        decoder=np.tril(np.ones((layers, heads, t, t))) / np.arange(1, t + 1)[:, None],
+        cross=cross,
+        special_tokens=["<pad>", "<s>", "</s>", ">>en<<", ">>es<<"],
+    )
+
+
+def _synthetic(shift: bool, planted_layer: int = 1, layers: int = 3, heads: int = 2, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    noise = rng.uniform(size=(layers, heads, len(TARGET), len(SOURCE)))
+    cross = noise / noise.sum(-1, keepdims=True)
+    for head in range(heads):
+        cross[planted_layer, head] = _planted_cross(shift, rng)
+    return _record(cross)
+
+
+TRUTH = sorted((PERMUTATION[j], j) for j in range(len(PERMUTATION)))
+
+
+def test_words_that_alignments_index():
+    record = _synthetic(shift=False)
+    assert source_words(record) == ["a", "bb2", "c", "d"]
+    assert target_words(record) == ["w", "xx2", "y", "z"]
+
+
+@pytest.mark.parametrize("shift", [False, True])
+def test_permutation_is_recovered(shift):
+    record = _synthetic(shift=shift)
+    assert align(record, layer=1, shift=shift) == TRUTH
+    assert align(record, layer=1, method="threshold", threshold=0.5, shift=shift) == TRUTH
+    assert align(record, layer=1, heads=[0], shift=shift) == TRUTH
+    assert align(record, layer=1, heads=1, shift=shift) == TRUTH
+    # Reading the other rows does not find it: the shift matters.
+    assert align(record, layer=1, shift=not shift) != TRUTH
+
+
+def test_alignment_matrix_rows_sum_to_one_without_special_columns():
+    matrix = alignment_matrix(_synthetic(shift=False), layer=1)
+    assert matrix.shape == (4, 4)
+    np.testing.assert_allclose(matrix.sum(-1), 1.0, atol=1e-6)
+
+
+def test_pharaoh_format():
+    assert to_pharaoh(TRUTH) == "0-1 1-3 2-0 3-2"
+    assert to_pharaoh(TRUTH, one_based=True) == "1-2 2-4 3-1 4-3"
+    assert to_pharaoh([]) == ""
+
+
+def test_aer_matches_the_textbook_value(tmp_path):
+    gold_file = tmp_path / "gold.txt"
+    gold_file.write_text("# hand-made gold, 0-based\n0-0 1-2 2p1\n", encoding="utf-8")
+    (gold,) = read_gold(gold_file)
+    assert gold.sure == {(0, 0), (1, 2)} and gold.possible == {(0, 0), (1, 2), (2, 1)}
+    predicted = {(0, 0), (2, 1), (2, 2)}
+    # A = {0-0, 2-1, 2-2}, S = {0-0, 1-2}, P = S + {2-1}
+    # |A & S| = 1 (0-0), |A & P| = 2 (0-0, 2-1), |A| = 3, |S| = 2
+    # AER = 1 - (|A & S| + |A & P|) / (|A| + |S|) = 1 - (1 + 2) / (3 + 2) = 1 - 3/5 = 0.4
+    # precision = |A & P| / |A| = 2/3, recall = |A & S| / |S| = 1/2
+    scores = alignment_error_rate(predicted, gold.sure, gold.possible)
+    assert isinstance(scores, AlignmentScores)
+    assert scores.aer == pytest.approx(0.4)
+    assert scores.precision == pytest.approx(2 / 3)
+    assert scores.recall == pytest.approx(1 / 2)
+
+
+def test_corpus_aer_sums_counts_over_sentences():
+    # Sentence 1: A={0-0}, S={0-0} -> |A&S|=1, |A&P|=1, |A|=1, |S|=1.
+    # Sentence 2: A={0-1, 1-1}, S={1-0}, P={1-0, 1-1} -> |A&S|=0, |A&P|=1, |A|=2, |S|=1.
+    # AER = 1 - (1 + 0 + 1 + 1) / (1 + 2 + 1 + 1) = 1 - 3/5 = 0.4; precision = 2/3; recall = 1/2.
+    scores = alignment_error_rate(
+        [{(0, 0)}, {(0, 1), (1, 1)}],
+        [{(0, 0)}, {(1, 0)}],
+        [set(), {(1, 1)}],
+    )
+    assert scores == pytest.approx((0.4, 2 / 3, 0.5))
+    assert alignment_error_rate({(0, 0)}, {(0, 0)}) == (0.0, 1.0, 1.0)
+
+
+def test_aer_edge_cases():
+    assert alignment_error_rate(set(), {(0, 0)}) == (1.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="undefined"):
+        alignment_error_rate(set(), set())
+    with pytest.raises(ValueError, match="same number of sentences"):
+        alignment_error_rate([{(0, 0)}, {(1, 1)}], [{(0, 0)}], None)
+
+
+def test_gold_index_base_from_header_or_parameter(tmp_path):
+    one_based = tmp_path / "one.txt"
+    one_based.write_text("# index-base: 1\n1-1 2-3 3p2\n\n2-2\n", encoding="utf-8")
+    gold = read_gold(one_based)
+    assert gold[0] == GoldAlignment({(0, 0), (1, 2)}, {(2, 1)})
+    assert gold[1] == GoldAlignment(set(), set())  # an empty line is a sentence without links
+    assert gold[2].sure == {(1, 1)}
+    assert read_gold(one_based, index_base=1) == gold
+    with pytest.raises(ValueError, match="declares 1-based"):
+        read_gold(one_based, index_base=0)
+
+    plain = tmp_path / "plain.txt"
+    plain.write_text("1-1 2-3\n", encoding="utf-8")
+    assert read_gold(plain)[0].sure == {(1, 1), (2, 3)}  # no declaration: 0-based
+    assert read_gold(plain, index_base=1)[0].sure == {(0, 0), (1, 2)}
+    worded = tmp_path / "worded.txt"
+    worded.write_text("# These links are 1-indexed\n1-1\n", encoding="utf-8")
+    assert read_gold(worded)[0].sure == {(0, 0)}
+
+
+def test_bad_gold_files(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("0-0 zero-one\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="'zero-one' is not an alignment link"):
+        read_gold(bad)
+    zero = tmp_path / "zero.txt"
+    zero.write_text("# 1-based\n0-1\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="index 0 but the file is 1-based"):
+        read_gold(zero)
+    with pytest.raises(ValueError, match="index_base must be"):
+        read_gold(zero, index_base=2)
+
+
+@pytest.mark.parametrize("shift", [False, True])
+def test_best_layer_finds_the_planted_layer(tmp_path, shift):
+    records = [_synthetic(shift=shift, planted_layer=2, seed=seed) for seed in range(3)]
+    gold_file = tmp_path / "gold.txt"
+    gold_file.write_text("\n".join([to_pharaoh(TRUTH)] * 3) + "\n", encoding="utf-8")
+    search = best_layer(records, gold_file, shift=shift)
+    assert search.best_layer == 2
+    assert search.best == (0.0, 1.0, 1.0)
+    assert set(search.scores) == {0, 1, 2}
+    assert all(search.scores[layer].aer > 0 for layer in (0, 1))
+    with pytest.raises(ValueError, match="1:1"):
+        best_layer(records[:2], gold_file)
+
+
+def test_bad_alignment_arguments():
+    record = _synthetic(shift=False)
+    with pytest.raises(ValueError, match="layer 5 does not exist"):
+        align(record, layer=5)
+    with pytest.raises(ValueError, match="head 7 does not exist"):
+        align(record, heads=[0, 7])
+    with pytest.raises(ValueError, match="method must be"):
+        align(record, method="itermax")
+    with pytest.raises(ValueError, match="threshold must be"):
+        align(record, method="threshold", threshold=0.0)

@@ -1,0 +1,113 @@
+"""Word-level attention (Clark et al. 2019): Metaspace word spans, sum-to / mean-from merging, special tokens."""
+
+import numpy as np
+import pytest
+
+from vaswani_inspect import AttentionRecord, extract, merge_attention, to_words, word_spans, words
+from vaswani_inspect.testing import tiny_model, tiny_tokenizer
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _random_record(source_tokens, target_tokens, seed=0, layers=2, heads=3):
+    rng = np.random.default_rng(seed)
+    s, t = len(source_tokens), len(target_tokens)
+    causal = np.where(np.tril(np.ones((t, t))) > 0, 0.0, -np.inf)
+    return AttentionRecord(
+        source_tokens=source_tokens,
+        target_tokens=target_tokens,
+        source_ids=list(range(s)),
+        target_ids=list(range(t)),
+        encoder=_softmax(rng.normal(size=(layers, heads, s, s))),
+        decoder=_softmax(rng.normal(size=(layers, heads, t, t)) + causal),
+        cross=_softmax(rng.normal(size=(layers, heads, t, s))),
+        special_tokens=["<pad>", "<s>", "</s>", ">>en<<", ">>es<<"],
+    )
+
+
+SOURCE = [">>en<<", "▁el", "▁", "g", "ato", "▁neg", "ro", ".", "</s>"]
+TARGET = ["<s>", "▁the", "▁bla", "ck", "▁cat", "</s>"]
+
+
+def test_word_spans_follow_metaspace_boundaries_and_isolate_specials():
+    assert word_spans(SOURCE) == [[0], [1], [2, 3, 4], [5, 6, 7], [8]]
+    assert words(SOURCE) == [">>en<<", "el", "gato", "negro.", "</s>"]
+    assert word_spans(TARGET) == [[0], [1], [2, 3], [4], [5]]
+    # A first piece without "▁" after a special token still starts a word; <unk> is an ordinary piece.
+    assert word_spans(["<s>", "the", "▁c", "<unk>", "t"]) == [[0], [1], [2, 3, 4]]
+
+
+def test_merge_sums_keys_and_averages_queries():
+    attention = np.array([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25]])
+    merged = merge_attention(attention, [[0, 1]], [[0], [1, 2]])
+    # to word {1,2} = sum of its pieces; from word {0,1} = mean of the two rows.
+    np.testing.assert_allclose(merged, [[(0.1 + 0.5) / 2, (0.9 + 0.5) / 2]])
+    np.testing.assert_allclose(merge_attention(attention, [[0, 1]], [[0], [1, 2]], "max", "max"), [[0.5, 0.7]])
+    np.testing.assert_allclose(merge_attention(attention, [[0, 1]], [[0], [1, 2]], "sum", "first"), [[0.1, 0.9]])
+    with pytest.raises(ValueError, match="attention_to='median'"):
+        merge_attention(attention, [[0]], [[0]], "median")
+
+
+@pytest.mark.parametrize("special_tokens", ["keep", "drop"])
+def test_rows_sum_to_one_at_word_level(special_tokens):
+    record = to_words(_random_record(SOURCE, TARGET), special_tokens=special_tokens)
+    for kind in ("encoder", "decoder", "cross"):
+        np.testing.assert_allclose(record.attention(kind).sum(-1), 1.0, atol=1e-5)
+    assert record.level == "word"
+    if special_tokens == "keep":
+        assert record.source_tokens == [">>en<<", "▁el", "▁gato", "▁negro.", "</s>"]
+        assert record.target_tokens == ["<s>", "▁the", "▁black", "▁cat", "</s>"]
+    else:
+        assert record.source_tokens == ["▁el", "▁gato", "▁negro."]
+        assert record.target_tokens == ["▁the", "▁black", "▁cat"]
+    assert record.metadata["word_merge"]["special_tokens"] == special_tokens
+
+
+def test_token_level_rows_sum_to_one_from_a_real_model():
+    tokenizer = tiny_tokenizer()
+    record = extract(
+        tiny_model(len(tokenizer)),
+        tokenizer,
+        "Me senté en el banco de la plaza.",
+        "I sat on the bench in the square.",
+        direction="es-en",
+    )
+    for level in (record, to_words(record), to_words(record, special_tokens="drop")):
+        for kind in ("encoder", "decoder", "cross"):
+            np.testing.assert_allclose(level.attention(kind).sum(-1), 1.0, atol=1e-5)
+
+
+def test_keep_matches_hand_computation():
+    record = _random_record(SOURCE, TARGET)
+    merged = to_words(record)
+    # cross row for target word "black" (pieces 2, 3), column for source word "gato" (pieces 2, 3, 4)
+    expected = record.cross[:, :, [2, 3]][..., [2, 3, 4]].sum(-1).mean(-1)
+    np.testing.assert_allclose(merged.cross[:, :, 2, 2], expected, rtol=1e-6)
+
+
+def test_drop_removes_special_mass_and_renormalises():
+    record = _random_record(SOURCE, TARGET)
+    dropped = to_words(record, special_tokens="drop")
+    kept = to_words(record)
+    inner = kept.cross[:, :, 1:4, 1:4]
+    np.testing.assert_allclose(dropped.cross, inner / inner.sum(-1, keepdims=True), rtol=1e-5)
+
+
+def test_merging_is_idempotent_and_keeps_piece_provenance():
+    once = to_words(_random_record(SOURCE, TARGET))
+    twice = to_words(once)
+    assert twice.source_tokens == once.source_tokens
+    np.testing.assert_allclose(twice.cross, once.cross)
+    assert twice.metadata["source_word_pieces"] == [[0], [1], [2, 3, 4], [5, 6, 7], [8]]
+
+
+def test_bad_parameters():
+    record = _random_record(SOURCE, TARGET)
+    with pytest.raises(ValueError, match="'keep' or 'drop'"):
+        to_words(record, special_tokens="remove")
+    only_specials = _random_record([">>en<<", "</s>"], TARGET)
+    with pytest.raises(ValueError, match="no source words"):
+        to_words(only_specials, special_tokens="drop")

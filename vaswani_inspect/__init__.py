@@ -1,0 +1,67 @@
+"""vaswani_inspect: look inside the attention of the project's Transformer (hf_vaswani).
+
+Extract every attention matrix of a translation (`extract`), merge pieces into words (`to_words`), draw them
+(`head_view_html`/`model_view_html` for offline bertviz pages, `plot_heatmap`/`plot_layer_grid`/`plot_alignment`
+with matplotlib), read word alignments off the cross-attention (`align`, `best_layer`, AER), describe each head
+(`head_statistics`, `attention_rollout`) and write it all to a folder (`write_report`). Command line:
+`python -m vaswani_inspect inspect "el gato negro" --direction es-en --out report/`.
+"""
+
+from .alignment import (
+    AlignmentScores,
+    GoldAlignment,
+    LayerSearch,
+    align,
+    alignment_error_rate,
+    alignment_matrix,
+    best_layer,
+    read_gold,
+    source_words,
+    target_words,
+    to_pharaoh,
+)
+from .extract import AttentionUnavailableError, extract, load_model_and_tokenizer, record_from_ids
+from .heads import HeadStats, attention_rollout, head_statistics, head_statistics_table
+from .paths import DEFAULT_MODEL_PATH
+from .plots import plot_alignment, plot_heatmap, plot_layer_grid, save_figure
+from .record import KINDS, AttentionRecord
+from .report import write_report
+from .views import head_view_html, model_view_html, save_html
+from .words import merge_attention, to_words, word_spans, words
+
+__all__ = [
+    "DEFAULT_MODEL_PATH",
+    "KINDS",
+    "AlignmentScores",
+    "AttentionRecord",
+    "AttentionUnavailableError",
+    "GoldAlignment",
+    "HeadStats",
+    "LayerSearch",
+    "align",
+    "alignment_error_rate",
+    "alignment_matrix",
+    "attention_rollout",
+    "best_layer",
+    "extract",
+    "head_statistics",
+    "head_statistics_table",
+    "head_view_html",
+    "load_model_and_tokenizer",
+    "merge_attention",
+    "model_view_html",
+    "plot_alignment",
+    "plot_heatmap",
+    "plot_layer_grid",
+    "read_gold",
+    "record_from_ids",
+    "save_figure",
+    "save_html",
+    "source_words",
+    "target_words",
+    "to_pharaoh",
+    "to_words",
+    "word_spans",
+    "words",
+    "write_report",
+]

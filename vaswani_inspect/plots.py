@@ -1,0 +1,188 @@
+"""Static attention pictures with matplotlib (Agg canvas; no pyplot, no display needed).
+
+Rows are queries and columns keys. For decoder and cross-attention the rows are labelled with the decoder input
+token: the row of token t is the attention used to predict token t + 1 (`vaswani_inspect.record`).
+`plot_alignment` instead labels rows with the target word they produce, the "el gato negro -> the black cat"
+picture.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from .alignment import align, alignment_matrix, source_words, target_words
+from .record import AttentionRecord, check_kind
+from .words import SpecialTokens, to_words
+
+#: Matrices up to this many rows and columns get their weights written in the cells.
+ANNOTATE_MAX = 12
+_TITLES = {"encoder": "encoder self-attention", "decoder": "decoder self-attention", "cross": "cross-attention"}
+
+
+def _label(token: str) -> str:
+    # "$" would start matplotlib mathtext.
+    return token.replace("$", r"\$")
+
+
+def _labels(tokens: Sequence[str], words: bool) -> list[str]:
+    return [_label(t.replace("▁", "") if words else t) for t in tokens]
+
+
+def _new_figure(width: float, height: float) -> Figure:
+    figure = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _draw(ax, matrix: np.ndarray, rows: list[str], columns: list[str], annotate: bool, vmax: float = 1.0):  # noqa: ANN001, ANN202
+    image = ax.imshow(matrix, cmap="viridis", vmin=0.0, vmax=vmax, aspect="auto", interpolation="nearest")
+    ax.set_xticks(range(len(columns)), columns, rotation=60, ha="right", rotation_mode="anchor", fontsize=8)
+    ax.set_yticks(range(len(rows)), rows, fontsize=8)
+    if annotate:
+        for i in range(matrix.shape[0]):
+            for j in range(matrix.shape[1]):
+                value = matrix[i, j]
+                ax.text(
+                    j,
+                    i,
+                    f"{value:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="black" if value > 0.6 * vmax else "white",
+                )
+    return image
+
+
+def _prepare(record: AttentionRecord, words: bool, special_tokens: SpecialTokens) -> AttentionRecord:
+    if not isinstance(record, AttentionRecord):
+        raise TypeError(f"Expected an AttentionRecord, got {type(record).__name__}.")
+    return to_words(record, special_tokens=special_tokens) if words and record.level != "word" else record
+
+
+def plot_heatmap(
+    record: AttentionRecord,
+    kind: str = "cross",
+    layer: int | str = "mean",
+    head: int | str = "mean",
+    *,
+    words: bool = False,
+    special_tokens: SpecialTokens = "keep",
+    annotate: bool | None = None,
+) -> Figure:
+    """One attention matrix as a heatmap with tokens (or words) on both axes.
+
+    Args:
+        record: the record. kind: `"encoder"`, `"decoder"` or `"cross"`.
+        layer: layer index or `"mean"` over layers. head: head index or `"mean"` over heads.
+        words: merge pieces into words first (`to_words`, sum-to / mean-from) with `special_tokens`.
+        annotate: write the weights in the cells (default: when both sides have at most `ANNOTATE_MAX` tokens).
+    """
+    check_kind(kind)
+    shown = _prepare(record, words, special_tokens)
+    matrix = shown.select(kind, layer, head)
+    rows = _labels(shown.query_tokens(kind), words)
+    columns = _labels(shown.key_tokens(kind), words)
+    if annotate is None:
+        annotate = max(matrix.shape) <= ANNOTATE_MAX
+    figure = _new_figure(max(4.0, 0.45 * len(columns) + 2.5), max(3.0, 0.4 * len(rows) + 2.0))
+    ax = figure.add_subplot()
+    image = _draw(ax, matrix, rows, columns, annotate)
+    figure.colorbar(image, ax=ax, shrink=0.8)
+    layer_text = "mean of layers" if layer == "mean" else f"layer {shown.layer_index(kind, layer)}"
+    head_text = "mean of heads" if head == "mean" else f"head {shown.head_index(kind, head)}"
+    ax.set_title(f"{_TITLES[kind]}, {layer_text}, {head_text}", fontsize=10)
+    ax.set_xlabel("keys (source)" if kind != "decoder" else "keys (decoder input)", fontsize=9)
+    ax.set_ylabel("queries (source)" if kind == "encoder" else "queries (decoder input)", fontsize=9)
+    return figure
+
+
+def plot_layer_grid(
+    record: AttentionRecord,
+    kind: str = "cross",
+    layer: int = 0,
+    *,
+    words: bool = False,
+    special_tokens: SpecialTokens = "keep",
+    columns: int = 4,
+) -> Figure:
+    """Every head of one layer, side by side, on the same 0..1 colour scale."""
+    check_kind(kind)
+    shown = _prepare(record, words, special_tokens)
+    index = shown.layer_index(kind, layer)
+    heads = shown.num_heads(kind)
+    query_labels = _labels(shown.query_tokens(kind), words)
+    key_labels = _labels(shown.key_tokens(kind), words)
+    ncols = max(1, min(columns, heads))
+    nrows = math.ceil(heads / ncols)
+    cell_w = max(2.5, 0.3 * len(key_labels) + 1.2)
+    cell_h = max(2.2, 0.28 * len(query_labels) + 1.2)
+    figure = _new_figure(cell_w * ncols + 1.0, cell_h * nrows + 0.6)
+    axes = figure.subplots(nrows, ncols, squeeze=False)
+    image = None
+    for h in range(nrows * ncols):
+        ax = axes[h // ncols][h % ncols]
+        if h >= heads:
+            ax.set_axis_off()
+            continue
+        image = _draw(ax, shown.attention(kind)[index, h], query_labels, key_labels, annotate=False)
+        ax.set_title(f"head {h}", fontsize=9)
+    figure.suptitle(f"{_TITLES[kind]}, layer {index}: all {heads} heads", fontsize=11)
+    if image is not None:
+        figure.colorbar(image, ax=axes, shrink=0.6)
+    return figure
+
+
+def plot_alignment(
+    record: AttentionRecord,
+    layer: int | str = "mean",
+    heads: int | str | Sequence[int] = "all",
+    *,
+    shift: bool = False,
+    show_links: bool = True,
+) -> Figure:
+    """Word-level cross-attention with each row labelled by the target word it produces, alignment links boxed.
+
+    This is the "el gato negro -> the black cat" picture: `alignment_matrix` (special tokens left out, rows
+    renormalised) and the `align(..., method="argmax")` links.
+    """
+    matrix = alignment_matrix(record, layer, heads, shift=shift)
+    rows, columns = [_label(w) for w in target_words(record)], [_label(w) for w in source_words(record)]
+    figure = _new_figure(max(4.0, 0.6 * len(columns) + 2.5), max(3.0, 0.45 * len(rows) + 2.0))
+    ax = figure.add_subplot()
+    image = _draw(ax, matrix, rows, columns, annotate=max(matrix.shape) <= ANNOTATE_MAX)
+    if show_links:
+        for i, j in align(record, layer, heads, "argmax", shift=shift):
+            ax.add_patch(_box(i, j))
+    figure.colorbar(image, ax=ax, shrink=0.8)
+    layer_text = "mean of layers" if layer == "mean" else f"layer {record.layer_index('cross', layer)}"
+    ax.set_title(f"cross-attention alignment, {layer_text}{', shifted' if shift else ''}", fontsize=10)
+    ax.set_xlabel("source words", fontsize=9)
+    ax.set_ylabel("target words", fontsize=9)
+    return figure
+
+
+def _box(i: int, j: int):  # noqa: ANN202
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((i - 0.5, j - 0.5), 1.0, 1.0, fill=False, edgecolor="red", linewidth=2.0)
+
+
+def save_figure(figure: Figure, path: str | Path, dpi: int = 150) -> Path:
+    """Save as PNG or SVG (chosen by the file suffix) and return the path."""
+    path = Path(path)
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix not in ("png", "svg"):
+        raise ValueError(f"Save figures as .png or .svg, got {path.name!r}.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, format=suffix, dpi=dpi)
+    return path
+
+
+__all__ = ["ANNOTATE_MAX", "plot_alignment", "plot_heatmap", "plot_layer_grid", "save_figure"]

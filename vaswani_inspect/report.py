@@ -1,0 +1,108 @@
+"""`write_report`: every view of one `AttentionRecord` in a folder, with an index page."""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from .alignment import align, source_words, target_words, to_pharaoh
+from .heads import attention_rollout, head_statistics, head_statistics_table
+from .plots import plot_alignment, plot_heatmap, plot_layer_grid, save_figure
+from .record import KINDS, AttentionRecord
+from .views import head_view_html, model_view_html, save_html
+
+
+def write_report(
+    record: AttentionRecord,
+    out_dir: str | Path,
+    *,
+    image_format: str = "png",
+    alignment_layer: int | str = "mean",
+    shift: bool = False,
+    dpi: int = 110,
+) -> dict[str, Path]:
+    """Write the inspection report of one record into `out_dir` and return {name: path}.
+
+    Files:
+        `head_view.html`, `model_view.html`: offline bertviz views (encoder, decoder and cross-attention);
+        `heatmap_{kind}_layer{L}.{fmt}`: each layer's matrix averaged over heads, for the three kinds;
+        `heads_{kind}_layer{L}.{fmt}`: every head of each layer (cross-attention only, the alignment heads);
+        `heatmap_cross_words.{fmt}`: word-level cross-attention (mean of layers and heads);
+        `alignment.{fmt}`, `alignment.pharaoh`, `alignment.txt`: argmax word alignment at `alignment_layer`
+            (`shift` as in `align`), in Pharaoh `i-j` form and as word pairs (empty, without the picture, when
+            the translation is empty);
+        `rollout_encoder.{fmt}`: encoder attention rollout;
+        `head_stats.csv`, `head_stats.md`: per-head statistics and tags;
+        `record.json`: the record (`AttentionRecord.load` reads it back);
+        `index.html`: links to all of the above.
+    `dpi` applies to PNG images.
+    """
+    if not isinstance(record, AttentionRecord):
+        raise TypeError(f"write_report() takes one AttentionRecord, got {type(record).__name__}.")
+    if image_format not in ("png", "svg"):
+        raise ValueError(f"image_format must be 'png' or 'svg', got {image_format!r}.")
+    if alignment_layer != "mean":
+        record.layer_index("cross", alignment_layer)  # a bad layer fails before anything is written
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+
+    written["head_view"] = save_html(head_view_html(record), out / "head_view.html")
+    written["model_view"] = save_html(model_view_html(record), out / "model_view.html")
+
+    def figure(name: str, fig) -> None:  # noqa: ANN001
+        written[name] = save_figure(fig, out / f"{name}.{image_format}", dpi=dpi)
+
+    for kind in KINDS:
+        for layer in range(record.num_layers(kind)):
+            figure(f"heatmap_{kind}_layer{layer}", plot_heatmap(record, kind, layer, "mean"))
+    for layer in range(record.num_layers("cross")):
+        figure(f"heads_cross_layer{layer}", plot_layer_grid(record, "cross", layer))
+    figure("heatmap_cross_words", plot_heatmap(record, "cross", "mean", "mean", words=True))
+    src, tgt = source_words(record), target_words(record)
+    if src and tgt:
+        figure("alignment", plot_alignment(record, alignment_layer, shift=shift))
+
+    rollout = replace(record, encoder=attention_rollout(record)[None, None])
+    figure("rollout_encoder", plot_heatmap(rollout, "encoder", 0, 0))
+
+    pairs = align(record, alignment_layer, shift=shift) if src and tgt else []
+    written["pharaoh"] = _write(out / "alignment.pharaoh", to_pharaoh(pairs) + "\n")
+    lines = [f"# layer={alignment_layer} heads=all method=argmax shift={shift}; source_word_idx-target_word_idx"]
+    if not (src and tgt):
+        lines.append("# no alignment: the source or the translation has no words besides special tokens")
+    lines += [f"{i}-{j}\t{src[i]}\t{tgt[j]}" for i, j in pairs]
+    written["alignment_pairs"] = _write(out / "alignment.txt", "\n".join(lines) + "\n")
+
+    stats = head_statistics(record)
+    written["head_stats_csv"] = _write(out / "head_stats.csv", head_statistics_table(stats, "csv"))
+    written["head_stats_md"] = _write(out / "head_stats.md", head_statistics_table(stats, "markdown"))
+    written["record"] = record.save(out / "record.json")
+    written["index"] = _write(out / "index.html", _index(record, written, out))
+    return written
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _index(record: AttentionRecord, written: dict[str, Path], out: Path) -> str:
+    items = "\n".join(
+        f'<li><a href="{html.escape(path.relative_to(out).as_posix(), quote=True)}">{html.escape(name)}</a></li>'
+        for name, path in written.items()
+    )
+    meta = json.dumps(
+        {"model": record.model_name, "direction": record.direction, "generate": record.generate_kwargs},
+        ensure_ascii=False,
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Attention report</title></head>\n'
+        f"<body><h1>{html.escape(record.source_text)} \u2192 {html.escape(record.target_text)}</h1>\n"
+        f"<p><code>{html.escape(meta)}</code></p>\n<ul>\n{items}\n</ul></body></html>\n"
+    )
+
+
+__all__ = ["write_report"]

@@ -1,0 +1,102 @@
+"""Tiny, offline stand-ins for the shipped checkpoint: a Metaspace tokenizer and a small random model.
+
+Used by the tests and the benchmark until `pretrained/vaswani-tatoeba-es-en/` exists (see
+`vaswani_inspect.DEFAULT_MODEL_PATH`). The tokenizer has the project's special tokens, in the project's order:
+`<pad>`=0 `<s>`=1 `</s>`=2 `<unk>`=3 `>>en<<`=4 `>>es<<`=5, and appends `</s>` to every sequence.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+SPECIAL_TOKENS = ("<pad>", "<s>", "</s>", "<unk>", ">>en<<", ">>es<<")
+
+# A few sentence pairs written for these tests (Spanish, English); enough for a Unigram model to learn pieces.
+_PAIRS = (
+    ("el gato negro", "the black cat"),
+    ("el perro blanco", "the white dog"),
+    ("la casa roja", "the red house"),
+    ("el gato duerme en la casa", "the cat sleeps in the house"),
+    ("el banco aprobó el crédito", "the bank approved the loan"),
+    ("me senté en el banco de la plaza", "i sat on the bench in the square"),
+    ("los niños leen un libro", "the children read a book"),
+    ("ella bebe agua fría", "she drinks cold water"),
+    ("nosotros vivimos en una ciudad grande", "we live in a big city"),
+    ("el tren llega tarde hoy", "the train arrives late today"),
+    ("mi hermana tiene dos gatos negros", "my sister has two black cats"),
+    ("¿dónde está la estación?", "where is the station?"),
+    ("hace mucho calor en verano", "it is very hot in summer"),
+    ("quiero aprender a traducir frases", "i want to learn to translate sentences"),
+    ("el libro que leían los estudiantes era difícil", "the book the students were reading was difficult"),
+)
+
+
+def training_sentences() -> list[str]:
+    """The small bilingual corpus the test tokenizer is trained on."""
+    return [sentence for pair in _PAIRS for sentence in pair]
+
+
+def sentence_pairs() -> list[tuple[str, str]]:
+    """(Spanish, English) pairs of the corpus."""
+    return list(_PAIRS)
+
+
+@functools.cache
+def tiny_tokenizer(vocab_size: int = 200) -> Any:
+    """Train a Unigram + Metaspace tokenizer on the corpus above and wrap it in `PreTrainedTokenizerFast`.
+
+    Cached: every call with the same `vocab_size` returns the same object (treat it as read-only).
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.Unigram())
+    backend.pre_tokenizer = pre_tokenizers.Metaspace()
+    backend.decoder = decoders.Metaspace()
+    trainer = trainers.UnigramTrainer(
+        vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS), unk_token="<unk>", show_progress=False
+    )
+    backend.train_from_iterator(training_sentences() * 4, trainer)
+    for expected_id, token in enumerate(SPECIAL_TOKENS):
+        if backend.token_to_id(token) != expected_id:
+            raise RuntimeError(f"special token {token} got id {backend.token_to_id(token)}, expected {expected_id}")
+    eos_id = backend.token_to_id("</s>")
+    backend.post_processor = processors.TemplateProcessing(
+        single="$A </s>", pair="$A $B </s>", special_tokens=[("</s>", eos_id)]
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        pad_token="<pad>",
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        additional_special_tokens=[">>en<<", ">>es<<"],
+    )
+
+
+def tiny_model(vocab_size: int, seed: int = 0, **overrides: Any) -> Any:
+    """A small random `VaswaniForConditionalGeneration` (d_model 32, 2+2 layers, 4 heads), in eval mode."""
+    import torch
+
+    from hf_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
+
+    settings: dict[str, Any] = dict(
+        vocab_size=vocab_size,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=64,
+        dropout=0.0,
+    )
+    settings.update(overrides)
+    torch.manual_seed(seed)
+    model = VaswaniForConditionalGeneration(VaswaniConfig(**settings))
+    return model.eval()
+
+
+__all__ = ["SPECIAL_TOKENS", "sentence_pairs", "tiny_model", "tiny_tokenizer", "training_sentences"]
