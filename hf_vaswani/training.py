@@ -285,6 +285,7 @@ def build_training_arguments(config: Mapping[str, Any], d_model: int) -> Seq2Seq
         predict_with_generate=True,
         generation_num_beams=int(training["eval_num_beams"]),
         include_num_input_tokens_seen="non_padding",
+        ddp_find_unused_parameters=False,  # every parameter gets a gradient (saves a graph traversal per step)
         dataloader_num_workers=int(training["dataloader_num_workers"]),
         disable_tqdm=bool(training["disable_tqdm"]),
         report_to=training["report_to"],
@@ -563,10 +564,15 @@ def _compute_metrics_factory(tokenizer: Any, directions: Sequence[str] | None = 
         predictions, labels = eval_prediction[0], eval_prediction[1]
         if isinstance(predictions, tuple):
             predictions = predictions[0]
+        predictions, labels = np.asarray(predictions), np.asarray(labels)
+        if len(predictions) > len(directions) == len(labels[: len(directions)]):
+            # Several processes: the last batches were padded with repeated rows to give every process a full
+            # batch; the first len(directions) rows are the evaluation dataset, in order.
+            predictions, labels = predictions[: len(directions)], labels[: len(directions)]
         scores = dict(compute((predictions, labels)))
         if len(predictions) == len(directions):
             for direction, indices in rows.items():
-                part = compute((np.asarray(predictions)[indices], np.asarray(labels)[indices]))
+                part = compute((predictions[indices], labels[indices]))
                 scores[f"bleu_{direction}"] = part["bleu"]
                 scores[f"chrf_{direction}"] = part["chrf"]
         return scores
@@ -1030,7 +1036,8 @@ def _cast_saved_model(folder: Path, dtype: str | torch.dtype) -> None:
 def _run_train(args: argparse.Namespace) -> int:
     config = load_config(args.config, args.set or [])
     summary = train(config, resume=args.resume)
-    print(json.dumps(summary, indent=2))
+    if summary.get("process_index", 0) == 0:  # one summary for a distributed run
+        print(json.dumps(summary, indent=2))
     return 0
 
 

@@ -10,7 +10,18 @@ hf_vaswani.cli``) runs with these hooks, each switched on by an environment vari
   SHA-256 of its own copy of the weights to ``DIR/rank{RANK}.txt``.
 """
 
+import hashlib
 import os
+
+
+def weights_sha256(state_dict) -> str:
+    """SHA-256 of a state dict: names in order, values as float32 bytes."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(state_dict.items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().float().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
 
 _PAUSE_AT = os.environ.get("HF_VASWANI_TEST_PAUSE_AT_STEP")
 _HASH_DIR = os.environ.get("HF_VASWANI_TEST_HASH_DIR")
@@ -18,7 +29,6 @@ _HASH_DIR = os.environ.get("HF_VASWANI_TEST_HASH_DIR")
 _TRAINS = _PAUSE_AT or (_HASH_DIR and os.environ.get("LOCAL_RANK") is not None)
 
 if _TRAINS:
-    import hashlib
     import time
     from pathlib import Path
 
@@ -40,11 +50,7 @@ if _TRAINS:
 
         def _hashing_train(self, *args, **kwargs):
             result = _train(self, *args, **kwargs)
-            digest = hashlib.sha256()
-            for name, tensor in sorted(self.model.state_dict().items()):
-                digest.update(name.encode())
-                digest.update(tensor.detach().cpu().float().contiguous().numpy().tobytes())
-            text = f"{digest.hexdigest()} {self.state.global_step}\n"
+            text = f"{weights_sha256(self.model.state_dict())} {self.state.global_step}\n"
             Path(_HASH_DIR, f"rank{self.args.process_index}.txt").write_text(text, encoding="utf-8")
             return result
 
