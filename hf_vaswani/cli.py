@@ -28,6 +28,8 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("evaluate", "hf_vaswani.inference", "BLEU and chrF of a model on a TSV of sentence pairs"),
     ("demo", "hf_vaswani.demo_app", "translate-and-inspect web demo (Gradio) on 127.0.0.1"),
     ("convert-marian", "hf_vaswani.convert_marian", "convert a Marian (OPUS-MT) model into an hf_vaswani one, exactly"),
+    ("inspect", "vaswani_inspect.cli", "attention views, heatmaps, alignment and head table for one sentence"),
+    ("align-eval", "vaswani_inspect.cli", "AER of cross-attention alignments against a gold file; pick the best layer"),
     ("compare-bert", "vaswani_inspect.compare", "compare our attention heads with a pretrained BERT's (Clark et al.)"),
 ]
 
@@ -100,7 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # reported by the subcommand's parser, so the message names the subcommand
+        subcommands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        subcommands.choices[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     func = getattr(args, "func", None)
     if func is None:  # a placeholder: its module did not add it (should not happen)
         parser.error(f"the subcommand {args.command!r} is not available")
