@@ -1,8 +1,14 @@
 """Translating with a trained model, and scoring it on a file of sentence pairs.
 
 `load_translator` loads a model folder (or Hub id) and its tokenizer; `translate` translates a list of
-sentences in one direction (``es-en`` or ``en-es``); `evaluate_file` scores a model with BLEU and chrF on an
-``English<TAB>Spanish`` file. The ``translate`` and ``evaluate`` subcommands of ``hf-vaswani`` wrap them.
+sentences in one direction (``es-en`` or ``en-es``); `evaluate_pairs` / `evaluate_file` score a model with
+BLEU and chrF (sacrebleu's defaults, on detokenized text) per direction on ``English<TAB>Spanish`` pairs. The
+``translate`` and ``evaluate`` subcommands of ``hf-vaswani`` wrap them.
+
+Input problems are never silently mangled: a source longer than the model accepts is cut to that length with a
+`TruncatedInputWarning` naming the sentences; malformed lines of a pairs file are skipped with one warning that
+gives their line numbers (`hf_vaswani.data.read_pairs`), or rejected with ``strict=True`` (``--strict``);
+stdin that is not UTF-8 is rejected with the numbers of the bad lines.
 """
 
 from __future__ import annotations
@@ -11,17 +17,21 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
 __all__ = [
     "DEFAULT_MODEL",
+    "EvaluationResult",
+    "TruncatedInputWarning",
     "add_parser",
     "default_model_path",
     "evaluate_file",
+    "evaluate_pairs",
     "load_translator",
     "score_translations",
     "translate",
@@ -29,6 +39,31 @@ __all__ = [
 
 #: The checkpoint shipped with the project, relative to the repository (or the installed package).
 DEFAULT_MODEL = "pretrained/vaswani-tatoeba-es-en"
+_REPORTED = 5
+
+
+class TruncatedInputWarning(UserWarning):
+    """Some sources were longer than the model accepts and only their beginning was translated."""
+
+
+class EvaluationResult(NamedTuple):
+    """What `evaluate_pairs` returns: the scores and the translations, per direction."""
+
+    scores: dict[str, dict[str, Any]]
+    hypotheses: dict[str, list[str]]
+
+
+def _listed(labels: Sequence[str]) -> str:
+    more = f" and {len(labels) - _REPORTED} more" if len(labels) > _REPORTED else ""
+    return ", ".join(labels[:_REPORTED]) + more
+
+
+def _max_source_tokens(model: Any, tokenizer: Any) -> int:
+    """The longest source (in tokens, ``>>lang<<`` and ``</s>`` included) the model and tokenizer accept."""
+    limits = [getattr(getattr(model, "config", None), "max_position_embeddings", None)]
+    limits.append(getattr(tokenizer, "model_max_length", None))  # a huge sentinel when the tokenizer has none
+    valid = [int(v) for v in limits if isinstance(v, int) and 0 < v < 10**9]
+    return min(valid) if valid else 10**9
 
 
 def default_model_path() -> str:
@@ -53,6 +88,7 @@ def load_translator(
 
     Raises:
         FileNotFoundError: if `model` is a local path that does not hold a model.
+        ValueError: if the model or its tokenizer cannot be loaded from it (damaged or foreign files).
     """
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
@@ -64,11 +100,17 @@ def load_translator(
         raise FileNotFoundError(f"No model folder with a config.json at {name!r}{hint}.")
     if _looks_like_local_path(name):
         name = str(Path(name).expanduser())
-    tokenizer = AutoTokenizer.from_pretrained(name)
+    from safetensors import SafetensorError
+
     kwargs: dict[str, Any] = {}
     if dtype:
         kwargs["dtype"] = getattr(torch, dtype)
-    loaded = AutoModelForSeq2SeqLM.from_pretrained(name, **kwargs)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name)
+        loaded = AutoModelForSeq2SeqLM.from_pretrained(name, **kwargs)
+    except (SafetensorError, RuntimeError, KeyError, ValueError, OSError) as error:
+        # A damaged or foreign folder: say which one, in one line (HF_VASWANI_TRACEBACK=1 shows the cause).
+        raise ValueError(f"Cannot load the model at {name!r}: {' '.join(str(error).split())}") from error
     loaded.to(device or ("cuda" if torch.cuda.is_available() else "cpu")).eval()
     return loaded, tokenizer
 
@@ -83,30 +125,50 @@ def translate(
     batch_size: int = 32,
     max_new_tokens: int | None = None,
     length_penalty: float | None = None,
+    labels: Sequence[str] | None = None,
 ) -> list[str]:
     """Translate `sentences` in `direction` (``"es-en"`` or ``"en-es"``); one translation per sentence.
 
     Sentences are batched by length (the order of the result is the order of `sentences`); `num_beams`,
-    `max_new_tokens` and `length_penalty` default to the model's generation config.
+    `max_new_tokens` and `length_penalty` default to the model's generation config. A sentence longer than the
+    model accepts (``max_position_embeddings`` tokens, language token and ``</s>`` included) is cut to that
+    length, with one `TruncatedInputWarning` that names the sentences (by `labels`, default "sentence i").
 
     Raises:
-        ValueError: on an unknown direction, no sentences, an empty sentence, or a batch size below 1.
+        ValueError: on an unknown direction, no sentences, an empty sentence, or a batch size, beam size or
+            maximum length below 1.
     """
     from .tokenization import direction_to_languages, source_with_language
 
     _, target_lang = direction_to_languages(direction)
     sentences = list(sentences)
+    labels = list(labels) if labels is not None else [f"sentence {i}" for i in range(1, len(sentences) + 1)]
+    if len(labels) != len(sentences):
+        raise ValueError(f"Got {len(labels)} labels for {len(sentences)} sentences.")
     if not sentences:
         raise ValueError("No sentence to translate: the input is empty.")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
+    for name, value in (("batch_size", batch_size), ("num_beams", num_beams), ("max_new_tokens", max_new_tokens)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"{name} must be a positive integer, got {value!r}.")
     sources = []
-    for number, sentence in enumerate(sentences, start=1):
+    for label, sentence in zip(labels, sentences, strict=True):
         try:
             sources.append(source_with_language(sentence, target_lang))
-        except ValueError as error:
-            raise ValueError(f"Sentence {number}: {error}") from None
-    order = sorted(range(len(sources)), key=lambda i: len(sources[i]), reverse=True)
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"{label[:1].upper()}{label[1:]}: {error}") from None
+    limit = _max_source_tokens(model, tokenizer)
+    lengths = [len(ids) for ids in tokenizer(sources, verbose=False)["input_ids"]]
+    too_long = [i for i, n in enumerate(lengths) if n > limit]
+    if too_long:
+        warnings.warn(
+            f"{len(too_long)} source(s) longer than the {limit} tokens the model accepts; only their first "
+            f"{limit} tokens were translated: "
+            + _listed([f"{labels[i]} ({lengths[i]} tokens)" for i in too_long])
+            + ".",
+            TruncatedInputWarning,
+            stacklevel=2,
+        )
+    order = sorted(range(len(sources)), key=lambda i: lengths[i], reverse=True)
     results: list[str] = [""] * len(sources)
     generate_kwargs: dict[str, Any] = {}
     if num_beams is not None:
@@ -115,11 +177,13 @@ def translate(
         # As max_length (the decoder start token counts), so it does not clash with the saved max_length.
         generate_kwargs["max_length"] = max_new_tokens + 1
     if length_penalty is not None:
-        generate_kwargs["length_penalty"] = length_penalty
+        generate_kwargs["length_penalty"] = float(length_penalty)
     device = next(model.parameters()).device
     for start in range(0, len(order), batch_size):
         indices = order[start : start + batch_size]
-        batch = tokenizer([sources[i] for i in indices], return_tensors="pt", padding=True, truncation=True).to(device)
+        batch = tokenizer(
+            [sources[i] for i in indices], return_tensors="pt", padding=True, truncation=True, max_length=limit
+        ).to(device)
         with torch.inference_mode():
             output = model.generate(
                 input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], **generate_kwargs
@@ -130,12 +194,17 @@ def translate(
 
 
 def score_translations(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
-    """Corpus BLEU and chrF (the metrics module when present, sacrebleu otherwise)."""
+    """Corpus BLEU and chrF with sacrebleu's default settings, on detokenized text (the metrics module when
+    present, sacrebleu otherwise), and sacrebleu's signatures of the settings when available."""
     try:
         from .metrics import compute_translation_metrics  # type: ignore[attr-defined]
 
         scores = compute_translation_metrics(list(hypotheses), list(references))
-        return {k: float(v) for k, v in dict(scores).items() if isinstance(v, (int, float))}
+        return {
+            k: (float(v) if isinstance(v, (int, float)) else v)
+            for k, v in dict(scores).items()
+            if isinstance(v, (int, float)) or k.endswith("_signature")
+        }
     except ImportError:
         import sacrebleu
 
@@ -143,6 +212,67 @@ def score_translations(hypotheses: Sequence[str], references: Sequence[str]) -> 
             "bleu": sacrebleu.corpus_bleu(list(hypotheses), [list(references)]).score,
             "chrf": sacrebleu.corpus_chrf(list(hypotheses), [list(references)]).score,
         }
+
+
+def evaluate_pairs(
+    model: Any,
+    tokenizer: Any,
+    pairs: Sequence[Sequence[str]],
+    directions: Sequence[str] = ("es-en", "en-es"),
+    *,
+    num_beams: int | None = None,
+    batch_size: int = 32,
+    max_new_tokens: int | None = None,
+    length_penalty: float | None = None,
+    labels: Sequence[str] | None = None,
+) -> EvaluationResult:
+    """Translate the (English, Spanish) `pairs` in each direction and score the translations.
+
+    Returns:
+        `EvaluationResult`: ``scores[direction]`` has ``bleu`` and ``chrf`` (sacrebleu defaults, detokenized),
+        ``sentences``, the decoding settings and sacrebleu's signatures; ``hypotheses[direction]`` the
+        translations, in the order of `pairs`.
+
+    Raises:
+        ValueError: on an unknown direction or no pairs.
+    """
+    from .data import LANGUAGES
+    from .tokenization import direction_to_languages
+
+    if not directions:
+        raise ValueError("No direction to evaluate.")
+    for direction in directions:
+        direction_to_languages(direction)
+    pairs = list(pairs)
+    if not pairs:
+        raise ValueError("No sentence pair to evaluate.")
+    generation = getattr(model, "generation_config", None)
+    scores: dict[str, dict[str, Any]] = {}
+    hypotheses: dict[str, list[str]] = {}
+    for direction in dict.fromkeys(directions):
+        source_lang, target_lang = direction_to_languages(direction)
+        sources = [pair[LANGUAGES.index(source_lang)] for pair in pairs]
+        references = [pair[LANGUAGES.index(target_lang)] for pair in pairs]
+        hypotheses[direction] = translate(
+            model,
+            tokenizer,
+            sources,
+            direction,
+            num_beams=num_beams,
+            batch_size=batch_size,
+            max_new_tokens=max_new_tokens,
+            length_penalty=length_penalty,
+            labels=labels,
+        )
+        scores[direction] = {
+            **score_translations(hypotheses[direction], references),
+            "sentences": len(pairs),
+            "num_beams": num_beams if num_beams is not None else getattr(generation, "num_beams", None),
+            "length_penalty": (
+                float(length_penalty) if length_penalty is not None else getattr(generation, "length_penalty", None)
+            ),
+        }
+    return EvaluationResult(scores, hypotheses)
 
 
 def evaluate_file(
@@ -155,39 +285,56 @@ def evaluate_file(
     num_beams: int | None = None,
     batch_size: int = 32,
     max_new_tokens: int | None = None,
-) -> dict[str, dict[str, float]]:
-    """BLEU/chrF of the model on the pairs of `path` (``English<TAB>Spanish``), per direction.
+    length_penalty: float | None = None,
+    strict: bool = False,
+) -> dict[str, dict[str, Any]]:
+    """BLEU/chrF of the model on the pairs of `path` (``English<TAB>Spanish``; CSV and JSONL too), per direction.
+
+    Malformed lines are skipped with a warning that gives their line numbers, or rejected when `strict` (see
+    `hf_vaswani.data.read_pairs`); `limit` scores the first pairs only.
 
     Raises:
-        FileNotFoundError: if `path` does not exist. ValueError: on an unknown direction.
+        FileNotFoundError: if `path` does not exist. ValueError: on an unknown direction, a file without a valid
+            pair, or (`strict`) a malformed line.
     """
-    from .data import LANGUAGES, read_pairs
+    from .data import read_pairs
     from .tokenization import direction_to_languages
 
     for direction in directions:
         direction_to_languages(direction)
-    pairs = read_pairs(path)
+    pairs = read_pairs(path, strict=strict)
     if limit:
         pairs = pairs[:limit]
-    results = {}
-    for direction in directions:
-        source_lang, target_lang = direction_to_languages(direction)
-        sources = [pair[LANGUAGES.index(source_lang)] for pair in pairs]
-        references = [pair[LANGUAGES.index(target_lang)] for pair in pairs]
-        hypotheses = translate(
-            model,
-            tokenizer,
-            sources,
-            direction,
-            num_beams=num_beams,
-            batch_size=batch_size,
-            max_new_tokens=max_new_tokens,
-        )
-        results[direction] = {**score_translations(hypotheses, references), "sentences": len(pairs)}
-    return results
+    return evaluate_pairs(
+        model,
+        tokenizer,
+        pairs,
+        directions,
+        num_beams=num_beams,
+        batch_size=batch_size,
+        max_new_tokens=max_new_tokens,
+        length_penalty=length_penalty,
+    ).scores
 
 
 # --------------------------------------------------------------------------------------------- CLI
+
+
+def _decode_stdin_lines(raw: bytes) -> list[str]:
+    """The lines of `raw` (UTF-8; a BOM and ``\\r\\n`` endings are accepted), or ValueError naming every line
+    that is not UTF-8 (nothing is translated then)."""
+    raw = raw.removeprefix(b"\xef\xbb\xbf")
+    lines, bad = [], []
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        try:
+            lines.append(line.decode("utf-8").removesuffix("\r"))
+        except UnicodeDecodeError:
+            bad.append(f"line {number}")
+    if bad:
+        raise ValueError(f"stdin is not valid UTF-8 at {_listed(bad)}: nothing was translated.")
+    if lines and lines[-1] == "" and raw.endswith(b"\n"):
+        lines.pop()  # the newline that ends the last line does not start another one
+    return lines
 
 
 def _read_sentences(arguments: Sequence[str]) -> list[str]:
@@ -195,7 +342,11 @@ def _read_sentences(arguments: Sequence[str]) -> list[str]:
         return list(arguments)
     if sys.stdin is None or sys.stdin.isatty():
         raise ValueError("No sentence to translate: pass sentences as arguments or one per line on stdin.")
-    lines = [line.rstrip("\r\n") for line in sys.stdin]
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is not None:
+        lines = _decode_stdin_lines(buffer.read())
+    else:  # a text stream (tests)
+        lines = [line.rstrip("\r\n") for line in sys.stdin]
     if not any(line.strip() for line in lines):
         raise ValueError("No sentence to translate: the input is empty.")
     return lines
@@ -206,12 +357,14 @@ def _run_translate(args: argparse.Namespace) -> int:
 
     direction_to_languages(args.direction)
     sentences = _read_sentences(args.sentences)
+    if args.sentences:
+        empty = [i for i, s in enumerate(sentences, start=1) if not s.strip()]
+        if empty:
+            raise ValueError(f"Sentence {empty[0]} is empty: there is nothing to translate.")
     model, tokenizer = load_translator(args.model, device=args.device)
     # Blank stdin lines give blank output lines, so line i of the output is the translation of line i.
     wanted = [i for i, s in enumerate(sentences) if s.strip()]
-    if len(wanted) != len(sentences) and args.sentences:
-        empty = next(i for i, s in enumerate(sentences) if not s.strip()) + 1
-        raise ValueError(f"Sentence {empty} is empty: there is nothing to translate.")
+    unit = "sentence" if args.sentences else "line"
     translations = translate(
         model,
         tokenizer,
@@ -220,6 +373,8 @@ def _run_translate(args: argparse.Namespace) -> int:
         num_beams=args.num_beams,
         batch_size=args.batch_size,
         max_new_tokens=args.max_new_tokens,
+        length_penalty=args.length_penalty,
+        labels=[f"{unit} {i + 1}" for i in wanted],
     )
     output = [""] * len(sentences)
     for i, text in zip(wanted, translations, strict=True):
@@ -229,27 +384,82 @@ def _run_translate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _hypotheses_paths(output: str, directions: Sequence[str]) -> dict[str, Path]:
+    """Where `--output` puts the translations of each direction: the path itself for one direction; with
+    several, ``{direction}`` in the path is replaced, or the direction goes before the suffix
+    (``hyp.txt`` -> ``hyp.es-en.txt``)."""
+    path = Path(output)
+    if "{direction}" in output:
+        return {d: Path(output.replace("{direction}", d)) for d in directions}
+    if len(directions) == 1:
+        return {directions[0]: path}
+    return {d: path.with_name(f"{path.stem}.{d}{path.suffix}") for d in directions}
+
+
+def _check_writable(path: Path, what: str) -> None:
+    if path.is_dir():
+        raise IsADirectoryError(f"{what} {str(path)!r} is a folder, not a file.")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"No folder {str(path.parent)!r} to write the {what} {path.name!r} into.")
+
+
 def _run_evaluate(args: argparse.Namespace) -> int:
-    directions = args.direction or ["es-en", "en-es"]
+    from .data import read_pairs
     from .tokenization import direction_to_languages
 
+    directions = list(dict.fromkeys(args.direction or ["es-en", "en-es"]))
     for direction in directions:
         direction_to_languages(direction)
     if not Path(args.data).is_file():
         raise FileNotFoundError(f"No such file of sentence pairs: {args.data!r}")
+    outputs = _hypotheses_paths(args.output, directions) if args.output else {}
+    for path in outputs.values():
+        _check_writable(path, "hypotheses file")
+    if args.json:
+        _check_writable(Path(args.json), "JSON file")
+    pairs = read_pairs(args.data, strict=args.strict)  # before loading the model: bad input fails fast
+    if args.limit:
+        pairs = pairs[: args.limit]
     model, tokenizer = load_translator(args.model, device=args.device)
-    results = evaluate_file(
+    result = evaluate_pairs(
         model,
         tokenizer,
-        args.data,
+        pairs,
         directions,
-        limit=args.limit,
         num_beams=args.num_beams,
         batch_size=args.batch_size,
         max_new_tokens=args.max_new_tokens,
+        length_penalty=args.length_penalty,
+        labels=[f"pair {i}" for i in range(1, len(pairs) + 1)],
     )
-    print(json.dumps(results, indent=2))
+    for direction, path in outputs.items():
+        path.write_text("".join(line + "\n" for line in result.hypotheses[direction]), encoding="utf-8")
+        print(f"hf-vaswani evaluate: {direction} translations written to {path}", file=sys.stderr)
+    text = json.dumps(result.scores, indent=2, ensure_ascii=False)
+    if args.json:
+        Path(args.json).write_text(text + "\n", encoding="utf-8")
+    print(text)
     return 0
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
 
 
 def _add_generation_options(parser: argparse.ArgumentParser) -> None:
@@ -258,9 +468,15 @@ def _add_generation_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"model folder or Hub id (default: {DEFAULT_MODEL} of the repository)",
     )
-    parser.add_argument("--num-beams", type=int, default=None, help="beam size (default: the model's, 4)")
-    parser.add_argument("--batch-size", type=int, default=32, help="sentences per generate() call")
-    parser.add_argument("--max-new-tokens", type=int, default=None, help="longest translation, in tokens")
+    parser.add_argument("--num-beams", type=_positive_int, default=None, help="beam size (default: the model's, 4)")
+    parser.add_argument(
+        "--length-penalty",
+        type=_finite_float,
+        default=None,
+        help="beam search length penalty alpha (default: the model's, 0.6 as in sec. 6.1)",
+    )
+    parser.add_argument("--batch-size", type=_positive_int, default=32, help="sentences per generate() call")
+    parser.add_argument("--max-new-tokens", type=_positive_int, default=None, help="longest translation, in tokens")
     parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
 
 
@@ -269,7 +485,9 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "translate",
         help="translate sentences (arguments, or one per line on stdin)",
-        description="Translate sentences with a trained model; prints one translation per line.",
+        description="Translate sentences with a trained model; prints one translation per line. From stdin, "
+        "line i of the output is the translation of line i of the input (a blank line gives a blank line); "
+        "stdin must be UTF-8. A sentence longer than the model accepts is cut, with a warning naming it.",
         epilog='example: echo "Tengo hambre." | hf-vaswani translate --direction es-en',
     )
     parser.add_argument("sentences", nargs="*", help="sentences to translate (default: read stdin)")
@@ -280,11 +498,22 @@ def add_parser(subparsers: Any) -> None:
     evaluate = subparsers.add_parser(
         "evaluate",
         help="BLEU and chrF of a model on a TSV of sentence pairs",
-        description="Score a model on an English<TAB>Spanish file (for example RUN/splits/test.tsv); "
-        "prints JSON with BLEU and chrF per direction.",
+        description="Score a model on an English<TAB>Spanish file (for example RUN/splits/test.tsv; .csv and "
+        ".jsonl too) with sacrebleu's BLEU and chrF (default settings, detokenized), per direction; prints "
+        "JSON. Malformed lines are skipped with a warning giving their line numbers (--strict: rejected).",
+        epilog="example: hf-vaswani evaluate runs/tatoeba-es-en/splits/test.tsv --model runs/tatoeba-es-en/averaged "
+        "--num-beams 4 --length-penalty 0.6 --output hyp.txt --json scores.json",
     )
     evaluate.add_argument("data", help="English<TAB>Spanish file (TSV/CSV/JSONL)")
     evaluate.add_argument("--direction", action="append", help="es-en and/or en-es (repeatable; default: both)")
-    evaluate.add_argument("--limit", type=int, default=None, help="score only the first N pairs")
+    evaluate.add_argument("--limit", type=_positive_int, default=None, help="score only the first N pairs")
+    evaluate.add_argument(
+        "--output",
+        metavar="FILE",
+        help="write the translations, one line per scored pair; with both directions FILE.es-en.txt-style "
+        "names (or put {direction} in FILE)",
+    )
+    evaluate.add_argument("--json", metavar="FILE", help="also write the scores (the JSON printed) to FILE")
+    evaluate.add_argument("--strict", action="store_true", help="reject a malformed line instead of skipping it")
     _add_generation_options(evaluate)
     evaluate.set_defaults(func=_run_evaluate)

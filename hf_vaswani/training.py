@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 import os
 import re
 import shutil
@@ -82,7 +83,11 @@ __all__ = [
     "paper_lr_lambda",
     "paper_peak_learning_rate",
     "train",
+    "validate_config",
 ]
+
+#: The values of ``training.sampling``.
+SAMPLING_STRATEGIES: tuple[str, ...] = ("group_by_length", "random")
 
 #: Every key a run configuration may have, with its default. `None` means "derived" (see the comments).
 DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
@@ -180,6 +185,11 @@ def _check_keys(config: Mapping[str, Any]) -> None:
         raise ValueError(
             f"Unknown configuration section(s) {sorted(unknown_sections)}; the sections are {list(DEFAULT_CONFIG)}."
         )
+    for section, values in config.items():
+        if values is not None and not isinstance(values, Mapping):
+            raise ValueError(
+                f"Section {section!r} must be a mapping of key: value, got {type(values).__name__} {values!r}."
+            )
     for section in ("data", "tokenizer", "training"):
         unknown = set(config.get(section) or {}) - set(DEFAULT_CONFIG[section])
         if unknown:
@@ -206,9 +216,183 @@ def apply_overrides(config: dict[str, Any], overrides: Sequence[str]) -> dict[st
                 f"Override key {key!r} must be section.key with a section among {list(DEFAULT_CONFIG)}, "
                 "e.g. training.max_steps=100."
             )
-        value = yaml.safe_load(raw) if raw.strip() else None
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError as error:
+            raise ValueError(f"Override {item!r}: the value is not valid YAML ({_yaml_problem(error)}).") from None
         config.setdefault(parts[0], {})[parts[1]] = value
     _check_keys(config)
+    return config
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error)
+    return f"{problem} at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else problem
+
+
+# --------------------------------------------------------------------------------------------- validation
+
+
+def _int_value(value: Any, where: str, minimum: int | None = None, nullable: bool = False) -> int | None:
+    if value is None and nullable:
+        return None
+    number: Any = value
+    if isinstance(value, str):
+        try:
+            number = float(value) if any(c in value for c in ".eE") else int(value)
+        except ValueError:
+            number = None
+    if isinstance(number, float) and number.is_integer():
+        number = int(number)
+    if isinstance(number, bool) or not isinstance(number, int) or (minimum is not None and number < minimum):
+        bound = {None: "an integer", 0: "an integer >= 0", 1: "a positive integer"}.get(
+            minimum, f"an integer >= {minimum}"
+        )
+        raise ValueError(f"{where} must be {bound}{' or null' if nullable else ''}, got {value!r}.")
+    return number
+
+
+def _float_value(
+    value: Any,
+    where: str,
+    low: float | None = None,
+    high: float | None = None,
+    nullable: bool = False,
+    low_inclusive: bool = True,
+) -> float | None:
+    if value is None and nullable:
+        return None
+    number: Any = value
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            number = None
+    ok = isinstance(number, (int, float)) and not isinstance(number, bool) and math.isfinite(number)
+    if ok and low is not None:
+        ok = number >= low if low_inclusive else number > low
+    if ok and high is not None:
+        ok = number < high
+    if not ok:
+        bounds = []
+        if low is not None:
+            bounds.append(f"{'>=' if low_inclusive else '>'} {low:g}")
+        if high is not None:
+            bounds.append(f"< {high:g}")
+        wanted = "a number" + (f" {' and '.join(bounds)}" if bounds else "") + (" or null" if nullable else "")
+        raise ValueError(f"{where} must be {wanted}, got {value!r}.")
+    return float(number)
+
+
+def _bool_value(value: Any, where: str, nullable: bool = False) -> bool | None:
+    if value is None and nullable:
+        return None
+    if not isinstance(value, bool):
+        raise ValueError(f"{where} must be true or false{' or null' if nullable else ''}, got {value!r}.")
+    return value
+
+
+def _path_value(value: Any, where: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, (str, int, os.PathLike)) and not isinstance(value, bool):
+        return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+    raise ValueError(f"{where} must be a path, got {value!r}.")
+
+
+def _choice_value(value: Any, where: str, choices: Sequence[Any]) -> Any:
+    if value not in choices:
+        raise ValueError(f"{where} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}.")
+    return value
+
+
+def _size_value(value: Any, where: str) -> int | float:
+    if isinstance(value, str):
+        try:
+            value = float(value) if any(c in value for c in ".eE") else int(value)
+        except ValueError:
+            pass
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ValueError(f"{where} must be a number of pairs (int >= 0) or a fraction in [0, 1), got {value!r}.")
+    return value
+
+
+def _directions_value(value: Any, where: str) -> list[str]:
+    from .tokenization import DIRECTIONS
+
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        raise ValueError(f"{where} must be a non-empty list of directions among {list(DIRECTIONS)}, got {value!r}.")
+    for direction in value:
+        _choice_value(direction, where, DIRECTIONS)
+    if len(set(value)) != len(value):
+        raise ValueError(f"{where} lists a direction twice: {value!r}.")
+    return value
+
+
+def validate_config(config: dict[str, Any]) -> dict[str, Any]:
+    """Check the type and range of every value of a run configuration (in place; also returned).
+
+    Numbers given as strings (YAML reads ``1e-9`` without a dot as a string) are converted; a bad value
+    raises a ValueError that names the key, e.g. ``training.max_steps must be a positive integer, got 'abc'``.
+    The ``model`` section is checked by building a `VaswaniConfig` from it.
+    """
+    _check_keys(config)
+    for section in DEFAULT_CONFIG:
+        if config.get(section) is None:
+            config[section] = {}
+    data, tokenizer, training = config["data"], config["tokenizer"], config["training"]
+
+    def check(section: dict[str, Any], name: str, key: str, convert: Any, *args: Any, **kwargs: Any) -> None:
+        if key in section:
+            section[key] = convert(section[key], f"{name}.{key}", *args, **kwargs)
+
+    check(data, "data", "path", _path_value)
+    check(data, "data", "directions", _directions_value)
+    check(data, "data", "validation_size", _size_value)
+    check(data, "data", "test_size", _size_value)
+    check(data, "data", "split_seed", _int_value, 0)
+    check(data, "data", "max_length", _int_value, 2)
+    check(data, "data", "max_length_ratio", _float_value, 1.0, None, True)
+    check(data, "data", "eval_samples", _int_value, 0, True)
+    check(tokenizer, "tokenizer", "path", _path_value)
+    check(tokenizer, "tokenizer", "vocab_size", _int_value, 1)
+    check(tokenizer, "tokenizer", "model_type", _choice_value, ("unigram", "bpe"))
+    check(training, "training", "output_dir", _path_value)
+    for key in ("batch_size", "gradient_accumulation_steps", "max_steps", "logging_steps", "save_steps"):
+        check(training, "training", key, _int_value, 1)
+    for key in ("eval_batch_size", "eval_num_beams", "num_beams", "max_new_tokens"):
+        check(training, "training", key, _int_value, 1)
+    for key in ("warmup_steps", "eval_steps", "seed", "average_last", "dataloader_num_workers"):
+        check(training, "training", key, _int_value, 0)
+    check(training, "training", "save_total_limit", _int_value, 0, True)
+    check(training, "training", "max_tokens_per_batch", _int_value, 1, True)
+    check(training, "training", "learning_rate", _float_value, 0.0, None, True, False)
+    check(training, "training", "lr_scale", _float_value, 0.0, None, False, False)
+    check(training, "training", "adam_beta1", _float_value, 0.0, 1.0)
+    check(training, "training", "adam_beta2", _float_value, 0.0, 1.0)
+    check(training, "training", "adam_epsilon", _float_value, 0.0)
+    check(training, "training", "weight_decay", _float_value, 0.0)
+    check(training, "training", "max_grad_norm", _float_value, 0.0)
+    check(training, "training", "length_penalty", _float_value)
+    check(training, "training", "bf16", _bool_value)
+    check(training, "training", "disable_tqdm", _bool_value)
+    check(training, "training", "use_cpu", _bool_value, True)
+    check(training, "training", "sampling", _choice_value, SAMPLING_STRATEGIES)
+    if training.get("save_dtype") is not None:
+        _choice_value(str(training["save_dtype"]).replace("torch.", ""), "training.save_dtype", list(_DTYPES))
+    report_to = training.get("report_to")
+    if not (isinstance(report_to, str) or (isinstance(report_to, list) and all(isinstance(r, str) for r in report_to))):
+        raise ValueError(
+            f"training.report_to must be a name or a list of names (e.g. none, tensorboard), got {report_to!r}."
+        )
+    model = {k: v for k, v in (config.get("model") or {}).items()}
+    try:
+        VaswaniConfig(**model)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"Section 'model': {error}") from None
     return config
 
 
@@ -219,8 +403,15 @@ def load_config(path: str | os.PathLike[str] | None = None, overrides: Sequence[
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"No such configuration file: {str(path)!r}")
-        with open(path, encoding="utf-8") as handle:
-            loaded = json.load(handle) if path.suffix.lower() == ".json" else yaml.safe_load(handle)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                loaded = json.load(handle) if path.suffix.lower() == ".json" else yaml.safe_load(handle)
+        except yaml.YAMLError as error:
+            raise ValueError(f"{path}: not valid YAML ({_yaml_problem(error)}).") from None
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: not valid JSON ({error}).") from None
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start}).") from None
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, Mapping):
@@ -228,13 +419,15 @@ def load_config(path: str | os.PathLike[str] | None = None, overrides: Sequence[
         _check_keys(loaded)
         _deep_update(config, loaded)
     apply_overrides(config, overrides)
-    return config
+    return validate_config(config)
 
 
 def _resolve_output_dir(config: Mapping[str, Any]) -> Path:
     output_dir = config["training"]["output_dir"]
     if not output_dir:
         raise ValueError("training.output_dir is not set: pass --set training.output_dir=runs/NAME.")
+    if Path(output_dir).exists() and not Path(output_dir).is_dir():
+        raise NotADirectoryError(f"training.output_dir {str(output_dir)!r} is a file, not a folder.")
     return Path(output_dir)
 
 
@@ -253,8 +446,8 @@ def build_training_arguments(config: Mapping[str, Any], d_model: int) -> Seq2Seq
         use_cpu = not torch.cuda.is_available()
     eval_steps = int(training["eval_steps"] or 0)
     sampling = training["sampling"]
-    if sampling not in ("group_by_length", "random"):
-        raise ValueError(f"training.sampling must be 'group_by_length' or 'random', got {sampling!r}.")
+    if sampling not in SAMPLING_STRATEGIES:
+        raise ValueError(f"training.sampling must be one of {', '.join(SAMPLING_STRATEGIES)}; got {sampling!r}.")
     return Seq2SeqTrainingArguments(
         output_dir=str(_resolve_output_dir(config)),
         per_device_train_batch_size=int(training["batch_size"]),
@@ -637,6 +830,10 @@ def _load_or_train_tokenizer(
     saved = output_dir / "tokenizer"
     section = config["tokenizer"]
     if section["path"]:
+        if not (Path(section["path"]) / "tokenizer_config.json").is_file():
+            raise FileNotFoundError(
+                f"tokenizer.path: no tokenizer folder (with a tokenizer_config.json) at {section['path']!r}."
+            )
         tokenizer = AutoTokenizer.from_pretrained(section["path"])
     elif (saved / "tokenizer.json").is_file():
         tokenizer = AutoTokenizer.from_pretrained(saved)
@@ -796,7 +993,7 @@ def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, An
     )
     from .tokenization import direction_to_languages
 
-    config = copy.deepcopy(dict(config))
+    config = validate_config(copy.deepcopy(dict(config)))
     data, training = config["data"], config["training"]
     output_dir = _resolve_output_dir(config)
     if not data["path"]:
@@ -931,18 +1128,31 @@ def _dtype(name: str | torch.dtype | None) -> torch.dtype | None:
 
 
 def _read_state_dict(folder: Path) -> dict[str, torch.Tensor]:
+    if not folder.exists():
+        raise FileNotFoundError(f"No such checkpoint folder: {str(folder)!r}")
+    if not folder.is_dir():
+        raise NotADirectoryError(f"{str(folder)!r} is a file, not a checkpoint folder.")
     index = folder / "model.safetensors.index.json"
     if index.is_file():
-        with open(index, encoding="utf-8") as handle:
-            shards = sorted(set(json.load(handle)["weight_map"].values()))
-        state: dict[str, torch.Tensor] = {}
-        for shard in shards:
-            state.update(load_file(str(folder / shard)))
-        return state
-    single = folder / "model.safetensors"
-    if not single.is_file():
-        raise FileNotFoundError(f"{str(folder)!r} has no model.safetensors (or sharded index): not a checkpoint.")
-    return load_file(str(single))
+        try:
+            with open(index, encoding="utf-8") as handle:
+                shards = sorted(set(json.load(handle)["weight_map"].values()))
+        except (ValueError, KeyError, TypeError) as error:
+            raise ValueError(f"{index}: not a valid safetensors index ({error}).") from None
+        files = [folder / shard for shard in shards]
+    else:
+        files = [folder / "model.safetensors"]
+        if not files[0].is_file():
+            raise FileNotFoundError(f"{str(folder)!r} has no model.safetensors (or sharded index): not a checkpoint.")
+    state: dict[str, torch.Tensor] = {}
+    for path in files:
+        if not path.is_file():
+            raise FileNotFoundError(f"{str(folder)!r}: the shard {path.name} of its index is missing.")
+        problem = _safetensors_problem(path)
+        if problem:
+            raise ValueError(f"{str(folder)!r}: {problem}.")
+        state.update(load_file(str(path)))
+    return state
 
 
 def average_checkpoints(
@@ -963,6 +1173,13 @@ def average_checkpoints(
     folders = [Path(p) for p in paths]
     if not folders:
         raise ValueError("average_checkpoints needs at least one checkpoint.")
+    if len({f.resolve() for f in folders}) != len(folders):
+        raise ValueError("The same checkpoint is listed twice: it would count double in the average.")
+    target = Path(out_dir).resolve()
+    if any(target == f.resolve() for f in folders):
+        raise ValueError(f"The output folder {str(out_dir)!r} is one of the checkpoints: choose another one.")
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise NotADirectoryError(f"The output {str(out_dir)!r} is a file, not a folder.")
     target_dtype = _dtype(dtype)
     total: dict[str, torch.Tensor] = {}
     reference: dict[str, torch.Tensor] = {}
@@ -1043,15 +1260,28 @@ def _run_train(args: argparse.Namespace) -> int:
 
 def _run_average(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.checkpoints]
-    if len(paths) == 1 and not any(paths[0].glob("model*.safetensors")):
-        # A run directory: take its last N checkpoints.
-        found = find_checkpoints(paths[0])
+    for path in paths:
+        if not path.exists():
+            raise FileNotFoundError(f"No such checkpoint or run folder: {str(path)!r}")
+    if len(paths) == 1 and paths[0].is_dir() and not any(paths[0].glob("model*.safetensors")):
+        # A run directory: take its last N complete checkpoints.
+        found = find_checkpoints(paths[0], warn=True)
         if not found:
-            raise FileNotFoundError(f"No checkpoint-N folder with a model in {str(paths[0])!r}.")
+            raise FileNotFoundError(f"No complete checkpoint-N folder with a model in {str(paths[0])!r}.")
         paths = found[-args.last :]
     out = average_checkpoints(paths, args.output, dtype=args.dtype)
     print(f"Averaged {len(paths)} checkpoints ({', '.join(p.name for p in paths)}) into {out}")
     return 0
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
 
 
 def add_parser(subparsers: Any) -> None:
@@ -1090,6 +1320,8 @@ def add_parser(subparsers: Any) -> None:
     )
     average.add_argument("checkpoints", nargs="+", help="checkpoint folders, or one run directory")
     average.add_argument("-o", "--output", required=True, help="folder to write the averaged model to")
-    average.add_argument("--last", type=int, default=5, help="with a run directory: how many checkpoints")
+    average.add_argument(
+        "--last", type=_positive_int, default=5, help="with a run directory: how many checkpoints (default 5)"
+    )
     average.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], help="cast the average")
     average.set_defaults(func=_run_average)
