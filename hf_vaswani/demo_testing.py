@@ -1,0 +1,109 @@
+"""A tiny random-weight stand-in for the shipped checkpoint, for the demo's tests and benchmark.
+
+`write_tiny_model(folder)` saves a `VaswaniForConditionalGeneration` with a tiny config and random weights,
+together with a tokenizer trained by `hf_vaswani.tokenization.train_tokenizer` on a few sentences written here,
+as a model folder that `hf-vaswani demo --model FOLDER` (or any `from_pretrained`) loads. Its "translations" are
+random pieces: it exercises the plumbing (generation, attention extraction, views, limits), not the quality.
+
+`demo_model_for_tests(tmp_dir)` prefers the real checkpoint when it exists (or the folder named by the
+``VASWANI_DEMO_TEST_MODEL`` environment variable) and writes the tiny model otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["TEST_MODEL_ENV", "TINY_SENTENCES", "demo_model_for_tests", "is_tiny_model", "write_tiny_model"]
+
+#: Environment variable naming a model folder (or Hub id) that the demo tests and benchmark should use.
+TEST_MODEL_ENV = "VASWANI_DEMO_TEST_MODEL"
+
+#: The sentences the tiny tokenizer is trained on (English and Spanish, written for these tests).
+TINY_SENTENCES: tuple[str, ...] = (
+    "el gato negro",
+    "the black cat",
+    "The cat ate the mouse.",
+    "El gato se comió el ratón.",
+    "El banco aprobó el crédito",
+    "The bank approved the loan",
+    "Me senté en el banco de la plaza",
+    "I sat on the bench in the square",
+    "¿Dónde está la estación de tren?",
+    "Where is the train station?",
+    "Los niños leen un libro en la biblioteca.",
+    "The children read a book in the library.",
+)
+
+#: Marks the tiny model's config so that tests can tell it from a trained checkpoint.
+_TINY_MARK = "vaswani-demo-tiny-random"
+
+
+def write_tiny_model(folder: str | os.PathLike[str], *, seed: int = 0, vocab_size: int = 400) -> Path:
+    """Save a random-weight tiny model and its tokenizer to `folder` (created if missing); returns the folder.
+
+    The model: d_model 32, 2 encoder and 2 decoder layers of 4 heads, at most 64 positions. Its generation config
+    asks for at least 2 new tokens, never repeats a piece and never generates `<pad>`, `<unk>` or a language token,
+    so that the random output is a non-empty "translation" of several words (greedy, at most 12 tokens by default).
+    """
+    import torch
+    from transformers import GenerationConfig
+
+    from .configuration_vaswani import VaswaniConfig
+    from .modeling_vaswani import VaswaniForConditionalGeneration
+    from .tokenization import LANGUAGE_TOKEN_IDS, PAD_ID, UNK_ID, train_tokenizer
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer = train_tokenizer(list(TINY_SENTENCES) * 4, vocab_size=vocab_size, model_max_length=64)
+    config = VaswaniConfig(
+        vocab_size=len(tokenizer),
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=64,
+        dropout=0.0,
+    )
+    config.name_or_path = _TINY_MARK
+    torch.manual_seed(seed)
+    model = VaswaniForConditionalGeneration(config).eval()
+    model.generation_config = GenerationConfig(
+        num_beams=1,
+        max_length=13,
+        min_new_tokens=2,
+        no_repeat_ngram_size=1,  # a different piece at every step, so the random output has several words
+        suppress_tokens=[PAD_ID, UNK_ID, *LANGUAGE_TOKEN_IDS.values()],
+        bos_token_id=config.bos_token_id,
+        eos_token_id=config.eos_token_id,
+        pad_token_id=config.pad_token_id,
+        decoder_start_token_id=config.decoder_start_token_id,
+    )
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    (folder / "TINY_RANDOM_MODEL.txt").write_text(
+        "Random weights, for tests only: written by hf_vaswani.demo_testing.write_tiny_model.\n", encoding="utf-8"
+    )
+    return folder
+
+
+def is_tiny_model(folder: str | os.PathLike[str]) -> bool:
+    """True when `folder` holds a model written by `write_tiny_model`."""
+    return (Path(folder) / "TINY_RANDOM_MODEL.txt").is_file()
+
+
+def demo_model_for_tests(tmp_dir: str | os.PathLike[str]) -> str:
+    """The model the demo tests use: ``$VASWANI_DEMO_TEST_MODEL``, else the shipped checkpoint when it exists,
+    else a tiny random model written into `tmp_dir`."""
+    chosen = os.environ.get(TEST_MODEL_ENV)
+    if chosen:
+        return chosen
+    from .inference import default_model_path
+
+    shipped = Path(default_model_path())
+    if (shipped / "config.json").is_file():
+        return str(shipped)
+    return str(write_tiny_model(Path(tmp_dir) / "tiny-vaswani"))

@@ -1,0 +1,349 @@
+"""Tests of the translate-and-inspect demo (`hf_vaswani.demo_app`, `demo/app.py`, ``hf-vaswani demo``).
+
+One app is launched for the whole module on 127.0.0.1 (a free port) and driven through `gradio_client` (the
+``/translate`` endpoint), with 20 concurrent requests, and through a real browser (Debian's chromium, marked
+``browser``). The model is the shipped checkpoint when it exists (or ``$VASWANI_DEMO_TEST_MODEL``), else a tiny
+random-weight model written for the module (`hf_vaswani.demo_testing`).
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+import os
+import re
+import socket
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+
+from hf_vaswani import cli  # noqa: E402
+from hf_vaswani.demo_app import (  # noqa: E402
+    EXAMPLES,
+    MAX_CHARS,
+    DemoBackend,
+    build_app,
+    iframe_html,
+    launch_app,
+)
+from hf_vaswani.demo_testing import demo_model_for_tests, is_tiny_model  # noqa: E402
+
+pytest.importorskip("gradio")
+pytest.importorskip("gradio_client")
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+XSS = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return demo_model_for_tests(tmp_path_factory.mktemp("demo-model"))
+
+
+@pytest.fixture(scope="module")
+def trained(model_path: str) -> bool:
+    """True when the tests run on a trained checkpoint (translations can be checked for meaning)."""
+    return not is_tiny_model(model_path)
+
+
+@pytest.fixture(scope="module")
+def served(model_path: str):
+    """(app, url): the demo served on 127.0.0.1 for the whole module, closed at the end."""
+    app = build_app(model_path)
+    port = _free_port()
+    launch_app(app, host="127.0.0.1", port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield app, f"http://127.0.0.1:{port}/"
+    finally:
+        app.close()
+
+
+@pytest.fixture(scope="module")
+def client(served, tmp_path_factory: pytest.TempPathFactory):
+    from gradio_client import Client
+
+    _, url = served
+    return Client(url, verbose=False, analytics_enabled=False, download_files=str(tmp_path_factory.mktemp("downloads")))
+
+
+def _translate(client, text: str, direction: str = "es-en", **options) -> dict:
+    outputs = client.predict(text, direction, **options, api_name="/translate")
+    names = ("translation", "status", "plot", "pairs", "view", "record")
+    assert len(outputs) == len(names)
+    return dict(zip(names, outputs))
+
+
+# ------------------------------------------------------------------------------------------- without a server
+
+
+def test_iframe_html_escapes_the_page_into_srcdoc():
+    page = '<p title="x">a & b</p></iframe><script>alert(1)</script>'
+    frame = iframe_html(page, height=300, title='view "x"')
+    assert frame.count("<iframe") == 1 and frame.endswith("></iframe>")
+    assert "<script" not in frame and "</iframe><" not in frame.replace('"></iframe>', "")
+    assert 'sandbox="allow-scripts"' in frame and "allow-same-origin" not in frame
+    srcdoc = re.search(r'srcdoc="([^"]*)"', frame).group(1)
+    assert html.unescape(srcdoc) == page
+
+
+def test_cli_registers_demo_with_one_line():
+    assert [entry for entry in cli.COMMANDS if entry[0] == "demo"] == [
+        ("demo", "hf_vaswani.demo_app", "translate-and-inspect web demo (Gradio) on 127.0.0.1")
+    ]
+    args = cli.build_parser(["demo"]).parse_args(["demo"])
+    assert (args.host, args.port, args.share, args.model) == ("127.0.0.1", None, False, None)
+    args = cli.build_parser(["demo"]).parse_args(["demo", "--model", "m", "--port", "8000", "--share"])
+    assert (args.model, args.port, args.share) == ("m", 8000, True)
+
+
+def test_cli_missing_model_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    assert cli.main(["demo", "--model", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hf-vaswani demo: error:") and "Traceback" not in err
+
+
+def test_missing_default_checkpoint_is_not_looked_up_on_the_hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    import hf_vaswani.inference
+
+    monkeypatch.delenv("VASWANI_DEMO_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(hf_vaswani.inference, "default_model_path", lambda: "pretrained/vaswani-tatoeba-es-en")
+    with pytest.raises(FileNotFoundError, match="pass --model"):
+        DemoBackend.load()
+
+
+def test_space_launcher_and_metadata():
+    spec = importlib.util.spec_from_file_location("vaswani_demo_space_app", ROOT / "demo" / "app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.build_app is build_app and callable(module.main)
+    readme = (ROOT / "demo" / "README.md").read_text(encoding="utf-8")
+    header = readme.split("---")[1]
+    fields = dict(line.split(":", 1) for line in header.strip().splitlines())
+    fields = {k.strip(): v.strip().strip("\"'") for k, v in fields.items()}
+    import gradio
+
+    assert fields["sdk"] == "gradio" and fields["app_file"] == "app.py"
+    assert fields["sdk_version"] == gradio.__version__ == "6.31.0"
+    assert {"title", "emoji", "license"} <= set(fields)
+    assert (ROOT / "demo" / "requirements.txt").is_file()
+
+
+def test_redrawing_never_runs_the_model(model_path: str):
+    backend = DemoBackend.load(model_path)
+    result = backend.translate("el gato negro", "es-en", 2, 8)
+    assert result.ok and backend.model_runs == 1
+    for layer, head, unit in (("mean", "mean", "words"), ("0", "1", "tokens"), ("1", "mean", "words")):
+        figure, pairs = backend.alignment(result.record, layer, head, unit)
+        assert figure is not None and pairs
+    for view in ("head", "model"):
+        for kind in ("encoder", "decoder", "cross"):
+            assert "<iframe" in backend.view(result.record, view, kind)
+    assert backend.model_runs == 1
+    assert backend.alignment(None) == (None, [])
+    assert "<iframe" not in backend.view(None)
+    assert result.record.generate_kwargs["num_beams"] == 2
+    assert backend.translate("el gato negro", "es-en", 0, 8).status.startswith("The beam size must be")
+    assert backend.translate("el gato negro", "es-en", 2, 10_000).status.startswith("The maximum length must be")
+    assert backend.translate("el gato negro", "xx-yy").status.startswith("Choose a translation direction")
+    assert backend.model_runs == 1
+
+
+# ------------------------------------------------------------------------------------ through gradio_client
+
+
+def test_api_has_one_documented_endpoint(client):
+    api = client.view_api(return_format="dict", print_info=False)
+    assert list(api["named_endpoints"]) == ["/translate"]
+    endpoint = api["named_endpoints"]["/translate"]
+    names = [p["parameter_name"] for p in endpoint["parameters"]]
+    assert names == ["text", "direction", "num_beams", "max_new_tokens", "layer", "head", "unit", "view", "kind"]
+    assert [p["parameter_has_default"] for p in endpoint["parameters"]] == [False] + [True] * 8
+    assert [r["label"] for r in endpoint["returns"]] == [
+        "Translation",
+        "Status",
+        "Cross-attention heatmap",
+        "Aligned words",
+        "bertviz view",
+        "Attention record (JSON)",
+    ]
+
+
+@pytest.mark.parametrize(("text", "direction"), EXAMPLES)
+def test_course_examples(client, trained: bool, text: str, direction: str):
+    from vaswani_inspect import AttentionRecord
+
+    out = _translate(client, text, direction, kind="cross")
+    assert out["translation"].strip(), out["status"]
+    assert out["status"].startswith("Translated"), out["status"]
+    assert out["plot"]["type"] == "matplotlib" and out["plot"]["plot"].startswith("data:image/png;base64,")
+    pairs = out["pairs"]
+    assert pairs["headers"] == ["target word", "source word", "weight"] and pairs["data"]
+    sources = set(text.replace(".", " .").split()) | set(text.split())
+    assert all(0.0 <= row[2] <= 1.0 for row in pairs["data"])
+    assert any(row[1] in sources or row[1].rstrip(".") in sources for row in pairs["data"])
+    view = out["view"]
+    assert view.startswith('<iframe class="vaswani-view"') and 'sandbox="allow-scripts"' in view
+    page = html.unescape(re.search(r'srcdoc="([^"]*)"', view).group(1))
+    assert "<svg" in page or "d3" in page
+    assert "Cross-attention" in page and "https://" not in page.split("</script>")[-1]
+    record = AttentionRecord.load(out["record"])
+    assert record.source_text == text and record.direction == direction
+    assert record.target_text == out["translation"]
+    if trained and text == "el gato negro":
+        assert "cat" in out["translation"].lower()
+    if trained and text == "The cat ate the mouse.":
+        assert "gato" in out["translation"].lower()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "The text box is empty"),
+        ("   \n\t ", "only blank space"),
+        ("a" * (MAX_CHARS + 1), f"at most {MAX_CHARS} characters"),
+        ("gato " * 99, "tokens long, but the model reads at most"),
+        ("🙂🐈😀", "does not know any of these characters"),
+    ],
+    ids=["empty", "whitespace", "too-many-characters", "too-many-tokens", "emoji-only"],
+)
+def test_bad_input_gets_a_message(client, text: str, message: str):
+    out = _translate(client, text)
+    assert out["translation"] == ""
+    assert message in out["status"] and "Traceback" not in out["status"]
+    assert out["plot"] is None and out["record"] is None and not out["pairs"]["data"]
+    assert "<iframe" not in out["view"]
+
+
+def test_emoji_inside_a_sentence_is_translated_with_a_note(client):
+    out = _translate(client, "el gato 🐈 negro")
+    assert out["translation"] and out["status"].startswith("Translated")
+    assert "never seen 🐈" in out["status"]
+
+
+def test_html_input_stays_text(client):
+    out = _translate(client, XSS, "en-es", kind="cross")
+    assert out["status"].startswith("Translated"), out["status"]
+    # Outside the srcdoc attribute there is only the iframe tag; inside it every "<" is escaped.
+    assert "<script" not in out["view"] and "<img" not in out["view"]
+    page = html.unescape(re.search(r'srcdoc="([^"]*)"', out["view"]).group(1))
+    # The page shows the text escaped (heading) or as JSON \u003c escapes, never as markup.
+    assert "<script>alert(1)" not in page and "<img src=x" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_twenty_concurrent_requests(client):
+    sentences = [EXAMPLES[i % len(EXAMPLES)] for i in range(20)]
+
+    def call(example: tuple[str, str]) -> dict:
+        return _translate(client, example[0], example[1], num_beams=1, max_new_tokens=8)
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        results = list(pool.map(call, sentences))
+    assert len(results) == 20
+    for out in results:
+        assert out["status"].startswith("Translated") and out["translation"], out["status"]
+    after = _translate(client, "el perro blanco", num_beams=1, max_new_tokens=8)
+    assert after["status"].startswith("Translated")
+
+
+# ------------------------------------------------------------------------------------------------ in a browser
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed (apt-get install chromium)")
+def test_browser_translate_and_inspect(served):
+    playwright = pytest.importorskip("playwright.sync_api")
+    app, url = served
+    backend = app.demo_backend
+    artifacts = ROOT / "test-artifacts"
+    artifacts.mkdir(exist_ok=True)
+    outside: list[str] = []
+    dialogs: list[str] = []
+    local = re.compile(r"^(https?|wss?)://(127\.0\.0\.1|localhost)(:\d+)?/")
+
+    def route(route) -> None:
+        request_url = route.request.url
+        if local.match(request_url) or request_url.startswith(("data:", "about:", "blob:")):
+            route.continue_()
+        else:
+            outside.append(request_url)
+            route.abort()
+
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 1000})
+            context.route("**/*", route)
+            page = context.new_page()
+            page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+            page.goto(url, wait_until="domcontentloaded")
+            expect = playwright.expect
+            source = page.locator("#source-text textarea")
+            expect(source).to_be_visible(timeout=60_000)
+
+            source.fill("el gato negro")
+            page.locator("#translate-button").click()
+            translation = page.locator("#translation textarea")
+            expect(translation).not_to_have_value("", timeout=120_000)
+            expect(page.locator("#status textarea")).to_have_value(re.compile("^Translated"), timeout=60_000)
+            frame = page.frame_locator("#bertviz iframe")
+            expect(frame.locator("svg").first).to_be_visible(timeout=60_000)
+            assert frame.locator("svg text").count() > 0
+            expect(page.locator("#alignment-plot img").first).to_be_visible(timeout=60_000)
+
+            runs = backend.model_runs
+            page.locator("#kind label").filter(has_text="Cross-attention").click()
+            expect(page.locator("#bertviz iframe")).to_have_attribute(
+                "title", re.compile("Cross-attention"), timeout=60_000
+            )
+            expect(frame.locator("svg").first).to_be_visible(timeout=60_000)
+            expect(frame.locator("h2").first).to_contain_text("Cross-attention")
+            plot = page.locator("#alignment-plot img").first
+            before = plot.get_attribute("src")
+            page.locator("#head input").first.click()
+            page.locator('#head [role="option"][aria-label="head 1"]').click()
+            expect(plot).not_to_have_attribute("src", before or "", timeout=60_000)
+            assert backend.model_runs == runs, "changing the view or head ran the model again"
+            # Chromium does not paint iframes outside the viewport: make the viewport as tall as the page.
+            height = page.evaluate("document.documentElement.scrollHeight")
+            page.set_viewport_size({"width": 1280, "height": min(int(height), 8000)})
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(artifacts / "demo.png"), full_page=True)
+
+            source.fill(XSS)
+            page.locator("#translate-button").click()
+            expect(frame.locator("h1")).to_have_text(XSS, timeout=120_000)
+            page.wait_for_timeout(500)
+
+            page.get_by_role("button", name=re.compile(r"^The cat ate the mouse\.")).click()
+            expect(source).to_have_value("The cat ate the mouse.", timeout=60_000)
+            expect(page.locator("#status textarea")).to_have_value(
+                re.compile("^Translated English → Spanish"), timeout=120_000
+            )
+        finally:
+            browser.close()
+    assert dialogs == [], f"input text ran as script: {dialogs}"
+    assert outside == [], f"the page tried to reach other hosts: {outside}"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q"]))
