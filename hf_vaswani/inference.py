@@ -95,10 +95,11 @@ def load_translator(
     import hf_vaswani  # noqa: F401  (registers the "vaswani" model type with the Auto classes)
 
     name = str(model) if model is not None else default_model_path()
-    if _looks_like_local_path(name) and not (Path(name).expanduser() / "config.json").is_file():
+    local = model is None or _looks_like_local_path(name)  # the default is a folder, never a Hub id
+    if local and not (Path(name).expanduser() / "config.json").is_file():
         hint = " (the default model is not shipped in this checkout: pass --model PATH)" if model is None else ""
         raise FileNotFoundError(f"No model folder with a config.json at {name!r}{hint}.")
-    if _looks_like_local_path(name):
+    if local:
         name = str(Path(name).expanduser())
     from safetensors import SafetensorError
 

@@ -151,6 +151,8 @@ def test_train_reduces_loss_and_writes_checkpoints(tiny_run):
     assert len(losses) >= 10 and all(math.isfinite(x) for x in losses)
     assert sum(losses[-3:]) / 3 < losses[0] - 0.5
     assert any("eval_bleu" in r and "eval_chrf" in r for r in records)
+    # Validation BLEU/chrF per direction too (the validation rows mix both directions).
+    assert any({"eval_bleu_es-en", "eval_chrf_es-en", "eval_bleu_en-es", "eval_chrf_en-es"} <= set(r) for r in records)
     assert [p.name for p in find_checkpoints(out)] == ["checkpoint-6", "checkpoint-12"]
     for name in ("config.json", "generation_config.json", "tokenizer.json", "model.safetensors"):
         assert (out / "checkpoint-12" / name).is_file()
@@ -218,6 +220,113 @@ def test_translate_prints_one_line_per_input(tiny_run, capsys, monkeypatch):
     assert main(["translate", "--model", model, "--direction", "en-es", "--batch-size", "1"]) == 0
     lines = capsys.readouterr().out.split("\n")
     assert len(lines) == 4 and lines[1] == "" and lines[-1] == ""
+
+
+@pytest.fixture(scope="module")
+def talking_model(tiny_run):
+    """The tiny config trained for 60 updates: enough to put words out (12 updates only give empty strings)."""
+    out = tiny_run["root"] / "talking"
+    args = ["train", str(tiny_run["config"]), "--set", f"data.path={tiny_run['data']}"]
+    args += [
+        "--set",
+        f"training.output_dir={out}",
+        "--set",
+        "training.max_steps=60",
+        "--set",
+        "training.warmup_steps=10",
+    ]
+    args += ["--set", "training.save_steps=60", "--set", "training.eval_steps=0", "--set", "training.average_last=0"]
+    assert main(args) == 0
+    return {"model": str(out / "final"), "test": out / "splits" / "test.tsv"}
+
+
+def _generate_calls(monkeypatch) -> list[dict]:
+    """Record the keyword arguments of every generate() call of the model."""
+    from hf_vaswani import VaswaniForConditionalGeneration
+
+    calls: list[dict] = []
+    original = VaswaniForConditionalGeneration.generate
+
+    def recording(self, *args, **kwargs):
+        calls.append({k: v for k, v in kwargs.items() if k not in ("input_ids", "attention_mask")})
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(VaswaniForConditionalGeneration, "generate", recording)
+    return calls
+
+
+def test_evaluate_scores_writes_hypotheses_and_json(talking_model, tmp_path, capsys, monkeypatch):
+    import sacrebleu
+
+    from hf_vaswani.data import read_pairs
+
+    calls = _generate_calls(monkeypatch)
+    capsys.readouterr()
+    hypotheses, scores_file = tmp_path / "hyp.txt", tmp_path / "scores.json"
+    args = ["evaluate", str(talking_model["test"]), "--model", talking_model["model"], "--num-beams", "2"]
+    args += ["--length-penalty", "1.3", "--batch-size", "5", "--output", str(hypotheses), "--json", str(scores_file)]
+    assert main(args) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert json.loads(scores_file.read_text()) == printed
+    pairs = read_pairs(talking_model["test"])
+    assert set(printed) == {"es-en", "en-es"}
+    # The options reach generate(): beam size 2, length penalty 1.3, batches of at most 5 sentences.
+    assert calls and all(c["num_beams"] == 2 and c["length_penalty"] == 1.3 for c in calls)
+    assert len(calls) == 2 * math.ceil(len(pairs) / 5)
+    for direction, (source_side, reference_side) in {"es-en": (1, 0), "en-es": (0, 1)}.items():
+        lines = (tmp_path / f"hyp.{direction}.txt").read_text(encoding="utf-8").split("\n")
+        assert lines[-1] == "" and len(lines) - 1 == len(pairs)  # one line per pair, in the file's order
+        translations = lines[:-1]
+        assert any(translations)  # words, not empty strings
+        references = [pair[reference_side] for pair in pairs]
+        result = printed[direction]
+        assert result["sentences"] == len(pairs) and result["num_beams"] == 2 and result["length_penalty"] == 1.3
+        # sacrebleu's default BLEU and chrF of the detokenized translations written to the file.
+        assert result["bleu"] == pytest.approx(sacrebleu.corpus_bleu(translations, [references]).score)
+        assert result["chrf"] == pytest.approx(sacrebleu.corpus_chrf(translations, [references]).score)
+        assert result["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp")
+        # translate, with the same options, gives the same translations (stdin in, one line out per line).
+        sources = "".join(pair[source_side] + "\n" for pair in pairs)
+        monkeypatch.setattr("sys.stdin", io.StringIO(sources))
+        command = ["translate", "--model", talking_model["model"], "--direction", direction, "--num-beams", "2"]
+        assert main(command + ["--length-penalty", "1.3"]) == 0
+        assert capsys.readouterr().out.split("\n")[:-1] == translations
+
+    # One direction: --output is the file itself; {direction} in the name is filled in.
+    args = ["evaluate", str(talking_model["test"]), "--model", talking_model["model"], "--limit", "3"]
+    assert main(args + ["--direction", "en-es", "--output", str(tmp_path / "one.txt")]) == 0
+    assert len((tmp_path / "one.txt").read_text().splitlines()) == 3
+    assert main(args + ["--output", str(tmp_path / "{direction}.out")]) == 0
+    assert (tmp_path / "es-en.out").is_file() and (tmp_path / "en-es.out").is_file()
+
+
+def test_translate_is_batched_and_keeps_lines(talking_model, capsys, monkeypatch):
+    calls = _generate_calls(monkeypatch)
+    text = "El gato come la manzana.\n\nMi amigo ve la casa hoy.\nEl perro quiere pan.\nEl niño ve el libro.\n"
+    outputs = {}
+    for batch_size in ("1", "3"):
+        monkeypatch.setattr("sys.stdin", io.StringIO(text))
+        capsys.readouterr()
+        calls.clear()
+        assert main(["translate", "--model", talking_model["model"], "--batch-size", batch_size]) == 0
+        outputs[batch_size] = capsys.readouterr().out.split("\n")
+        assert len(calls) == {"1": 4, "3": 2}[batch_size]  # 4 sentences; the blank line is not translated
+    assert outputs["1"] == outputs["3"]  # batching (with padding) does not change a translation
+    lines = outputs["1"]
+    assert len(lines) == 6 and lines[1] == "" and lines[-1] == "" and all(lines[i] for i in (0, 2, 3, 4))
+
+
+def test_translate_default_model_is_the_shipped_checkpoint(capsys, monkeypatch, tmp_path):
+    from hf_vaswani import inference
+
+    assert inference.DEFAULT_MODEL == "pretrained/vaswani-tatoeba-es-en"
+    monkeypatch.chdir(tmp_path)
+    if Path(inference.default_model_path()).is_absolute():
+        pytest.skip("the checkpoint is shipped: covered by its own tests")
+    capsys.readouterr()
+    assert main(["translate", "Hola."]) == 2
+    err = capsys.readouterr().err
+    assert "pretrained/vaswani-tatoeba-es-en" in err and "pass --model PATH" in err
 
 
 def test_evaluate_prints_scores(tiny_run, capsys):
