@@ -70,6 +70,8 @@ __all__ = [
     "DEFAULT_CONFIG",
     "IncompleteCheckpointWarning",
     "JsonlLoggerCallback",
+    "SAMPLING_STRATEGIES",
+    "TokenBatchSampler",
     "VaswaniTrainer",
     "add_parser",
     "apply_overrides",
@@ -87,7 +89,7 @@ __all__ = [
 ]
 
 #: The values of ``training.sampling``.
-SAMPLING_STRATEGIES: tuple[str, ...] = ("group_by_length", "random")
+SAMPLING_STRATEGIES: tuple[str, ...] = ("group_by_length", "random", "tokens")
 
 #: Every key a run configuration may have, with its default. `None` means "derived" (see the comments).
 DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
@@ -121,7 +123,8 @@ DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
         "adam_epsilon": 1e-9,
         "weight_decay": 0.0,
         "max_grad_norm": 0.0,  # 0 = no clipping (the paper does not clip)
-        "sampling": "group_by_length",  # or "random"
+        "sampling": "group_by_length",  # or "random", or "tokens" (batches of max_tokens_per_batch tokens, sec. 5.1)
+        "max_tokens_per_batch": None,  # sampling: tokens: padded tokens per side of a micro-batch (batch_size unused)
         "bf16": True,  # bf16 autocast (on CPU too)
         "use_cpu": None,  # None = CPU when no CUDA device is visible
         "seed": 42,
@@ -383,6 +386,20 @@ def validate_config(config: dict[str, Any]) -> dict[str, Any]:
     check(training, "training", "sampling", _choice_value, SAMPLING_STRATEGIES)
     if training.get("save_dtype") is not None:
         _choice_value(str(training["save_dtype"]).replace("torch.", ""), "training.save_dtype", list(_DTYPES))
+    if training.get("sampling") == "tokens":
+        max_tokens, max_length = training.get("max_tokens_per_batch"), data.get("max_length")
+        if max_tokens is None:
+            raise ValueError("training.sampling: tokens needs training.max_tokens_per_batch (e.g. 4096).")
+        if max_length is not None and max_tokens < max_length:
+            raise ValueError(
+                f"training.max_tokens_per_batch ({max_tokens}) must be at least data.max_length ({max_length}), "
+                "so that the longest pair fits in a batch."
+            )
+    elif training.get("max_tokens_per_batch") is not None:
+        raise ValueError(
+            "training.max_tokens_per_batch is only used with training.sampling: tokens "
+            f"(the sampling is {training.get('sampling')!r}): set both, or neither."
+        )
     report_to = training.get("report_to")
     if not (isinstance(report_to, str) or (isinstance(report_to, list) and all(isinstance(r, str) for r in report_to))):
         raise ValueError(
@@ -463,7 +480,7 @@ def build_training_arguments(config: Mapping[str, Any], d_model: int) -> Seq2Seq
         weight_decay=float(training["weight_decay"]),
         max_grad_norm=float(training["max_grad_norm"]),
         label_smoothing_factor=0.0,  # the model smooths its own loss (config.label_smoothing)
-        train_sampling_strategy=sampling,
+        train_sampling_strategy="random" if sampling == "tokens" else sampling,  # tokens: VaswaniTrainer's own
         bf16=bool(training["bf16"]),
         use_cpu=bool(use_cpu),
         seed=int(training["seed"]),
@@ -554,6 +571,55 @@ def _publish_dir(staged: Path, final: Path) -> None:
         pass
 
 
+class TokenBatchSampler(torch.utils.data.Sampler[list[int]]):
+    """Batches of sentence pairs of similar length with a bounded number of tokens (sec. 5.1 of the paper:
+    "batched together by approximate sequence length", ~25,000 source and ~25,000 target tokens per batch).
+
+    `lengths[i]` is the length of pair i in tokens (the longer of its source and target). The pairs are sorted
+    by length (ties in a random order drawn from `seed`) and cut, in that order, into batches holding as many
+    pairs as fit in `max_tokens` PADDED tokens: ``len(batch) * max(lengths of the batch) <= max_tokens``, so
+    each side of a batch, padded, has at most `max_tokens` tokens (a pair longer than `max_tokens` gets a batch
+    of its own). The batches are made once; every epoch visits all of them in a new random order, drawn from
+    `seed` and the epoch (`set_epoch`), so the order is reproducible, also when resuming, and the same in every
+    process of a distributed run (accelerate then gives each process every world_size-th batch).
+    """
+
+    def __init__(self, lengths: Sequence[int], max_tokens: int, seed: int = 0):
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}.")
+        self.lengths = [int(n) for n in lengths]
+        if not self.lengths:
+            raise ValueError("TokenBatchSampler needs at least one example.")
+        self.max_tokens = max_tokens
+        self.seed = int(seed)
+        self.epoch = 0
+        ties = torch.randperm(len(self.lengths), generator=torch.Generator().manual_seed(self.seed)).tolist()
+        order = sorted(range(len(self.lengths)), key=lambda i: (self.lengths[i], ties[i]))
+        self.batches: list[list[int]] = []
+        current: list[int] = []
+        longest = 0
+        for index in order:
+            length = self.lengths[index]
+            if current and max(longest, length) * (len(current) + 1) > max_tokens:
+                self.batches.append(current)
+                current, longest = [], 0
+            current.append(index)
+            longest = max(longest, length)
+        self.batches.append(current)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Choose the order of the batches of epoch `epoch` (called by `Trainer` at the start of each epoch)."""
+        self.epoch = int(epoch)
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self):
+        generator = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch + 1)
+        for batch in torch.randperm(len(self.batches), generator=generator).tolist():
+            yield list(self.batches[batch])
+
+
 class VaswaniTrainer(Seq2SeqTrainer):
     """`Seq2SeqTrainer` with the paper's learning rate schedule, length grouping from precomputed lengths and
     fault-tolerant checkpoints.
@@ -575,9 +641,18 @@ class VaswaniTrainer(Seq2SeqTrainer):
       an older version) resume as before.
     """
 
-    def __init__(self, *args: Any, train_lengths: Sequence[int] | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        *args: Any,
+        train_lengths: Sequence[int] | None = None,
+        max_tokens_per_batch: int | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(*args, **kwargs)
         self.train_lengths = list(train_lengths) if train_lengths is not None else None
+        self.max_tokens_per_batch = max_tokens_per_batch
+        if max_tokens_per_batch is not None and self.train_lengths is None:
+            raise ValueError("max_tokens_per_batch needs train_lengths (the length of each training example).")
         self._staging_dir: Path | None = None
         self._train_sampler_ref: Any = None
         self._epoch_start_rng: dict[str, Any] | None = None
@@ -591,6 +666,31 @@ class VaswaniTrainer(Seq2SeqTrainer):
             self.lr_scheduler = LambdaLR(optimizer, partial(paper_lr_lambda, warmup_steps=warmup))
             self._created_lr_scheduler = True
         return self.lr_scheduler
+
+    def get_train_dataloader(self) -> torch.utils.data.DataLoader:
+        """Trainer's loader, or with `max_tokens_per_batch` one whose batches come from a `TokenBatchSampler`."""
+        if self.max_tokens_per_batch is None:
+            return super().get_train_dataloader()
+        from transformers.trainer_utils import seed_worker
+
+        dataset = self._remove_unused_columns(self.train_dataset, description="Training")
+        if len(dataset) != len(self.train_lengths):
+            raise ValueError(f"{len(self.train_lengths)} train_lengths for {len(dataset)} training examples.")
+        seed = self.args.data_seed if self.args.data_seed is not None else self.args.seed
+        sampler = TokenBatchSampler(self.train_lengths, int(self.max_tokens_per_batch), seed=seed)
+        self._train_sampler_ref = sampler
+        loader = torch.utils.data.DataLoader(
+            dataset,
+            batch_sampler=sampler,
+            collate_fn=self.data_collator,
+            num_workers=self.args.dataloader_num_workers,
+            pin_memory=self.args.dataloader_pin_memory,
+            persistent_workers=self.args.dataloader_persistent_workers and self.args.dataloader_num_workers > 0,
+            worker_init_fn=partial(
+                seed_worker, num_workers=self.args.dataloader_num_workers, rank=self.args.process_index
+            ),
+        )
+        return self.accelerator.prepare(loader)
 
     def _get_train_sampler(self, train_dataset: Any = None) -> torch.utils.data.Sampler | None:
         dataset = train_dataset if train_dataset is not None else self.train_dataset
@@ -1066,6 +1166,7 @@ def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, An
         compute_metrics=_compute_metrics_factory(tokenizer, validation["direction"]),
         callbacks=[JsonlLoggerCallback(output_dir / "log.jsonl")],
         train_lengths=train_lengths,
+        max_tokens_per_batch=training["max_tokens_per_batch"] if training["sampling"] == "tokens" else None,
     )
     if is_main:
         print(
@@ -1073,6 +1174,11 @@ def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, An
             f"{len(eval_dataset):,} validation rows, {model.num_parameters():,} parameters, "
             f"peak lr {args.learning_rate:.3g} at step {int(training['warmup_steps'])}, "
             + (f"{args.world_size} processes, " if args.world_size > 1 else "")
+            + (
+                f"batches of <= {training['max_tokens_per_batch']:,} tokens per side, "
+                if training["sampling"] == "tokens"
+                else ""
+            )
             + (f"resuming from {resume_from}" if resume_from else "starting from scratch"),
             file=sys.stderr,
         )

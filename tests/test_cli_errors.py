@@ -67,6 +67,12 @@ TRAIN_ERRORS = [
     (["train", "{cfg}", "--set", "training.adam_beta2=1.5"], "training.adam_beta2 must be a number >= 0 and < 1"),
     (["train", "{cfg}", "--set", "training.sampling=bogus"], "training.sampling must be one of"),
     (["train", "{cfg}", "--set", "training.save_dtype=int8"], "training.save_dtype must be one of"),
+    (["train", "{cfg}", "--set", "training.sampling=tokens"], "needs training.max_tokens_per_batch"),
+    (
+        ["train", "{cfg}", "--set", "training.sampling=tokens", "--set", "training.max_tokens_per_batch=10"],
+        "must be at least data.max_length (24)",
+    ),
+    (["train", "{cfg}", "--set", "training.max_tokens_per_batch=4000"], "only used with training.sampling: tokens"),
     (["train", "{cfg}", "--set", "model.d_model=31"], "d_model (31) must be divisible"),
     (["train", "{cfg}", "--set", "model.dropout=2"], "dropout must be in [0, 1)"),
     (["train", "{cfg}", "--set", "data.directions=[fr-en]"], "data.directions must be one of 'es-en', 'en-es'"),

@@ -364,3 +364,75 @@ def test_every_subcommand_has_help(command, capsys):
         main([command, "--help"])
     assert exit_info.value.code == 0
     assert "usage: hf-vaswani " + command in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------------- token-based batching
+
+
+def test_token_batch_sampler_bounds_padded_tokens_and_groups_lengths():
+    from hf_vaswani.training import TokenBatchSampler
+
+    generator = torch.Generator().manual_seed(0)
+    lengths = torch.randint(3, 60, (1000,), generator=generator).tolist() + [150]  # one pair longer than the budget
+    sampler = TokenBatchSampler(lengths, max_tokens=256, seed=7)
+    epochs = []
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        batches = list(sampler)
+        epochs.append(batches)
+        assert len(batches) == len(sampler)
+        # Every pair exactly once per epoch.
+        assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+        for batch in batches:
+            padded = len(batch) * max(lengths[i] for i in batch)
+            assert padded <= 256 or batch == [1000]  # the over-long pair alone
+    # Pairs of similar length together: under 5% padding (random batches of these lengths would pad ~70%).
+    real = sum(lengths[:-1])
+    padded_total = sum(len(b) * max(lengths[i] for i in b) for b in epochs[0] if b != [1000])
+    assert padded_total < 1.05 * real
+    assert sum(len(b) for b in epochs[0]) / len(epochs[0]) > 5
+    # The same batches each epoch, in a new order; the same order again for the same seed and epoch.
+    assert sorted(map(tuple, epochs[0])) == sorted(map(tuple, epochs[1]))
+    assert epochs[0] != epochs[1] != epochs[2]
+    again = TokenBatchSampler(lengths, max_tokens=256, seed=7)
+    again.set_epoch(1)
+    assert list(again) == epochs[1]
+    with pytest.raises(ValueError, match="positive integer"):
+        TokenBatchSampler(lengths, max_tokens=0)
+
+
+def test_token_batching_trains_and_resumes_in_the_same_order(tiny_run, tmp_path, capsys):
+    """`sampling: tokens` with `max_tokens_per_batch`: each update sees at most that many source tokens, and a
+    run resumed in its second epoch continues with the batches (and losses) of an uninterrupted run."""
+    assert DEFAULT_CONFIG["training"]["sampling"] == "group_by_length"  # the default does not change
+    shipped = load_config(REPO / "configs" / "tatoeba-es-en.yaml")
+    assert shipped["training"]["sampling"] == "group_by_length" and shipped["training"]["max_tokens_per_batch"] is None
+    base = ["train", str(tiny_run["config"]), "--set", f"data.path={tiny_run['data']}", "--set", "model.dropout=0.1"]
+    # One tokenizer for both runs: training a Unigram tokenizer twice can give scores that differ in the last
+    # digits (hash map order in `tokenizers`), which may segment a word differently.
+    base += ["--set", f"tokenizer.path={tiny_run['out'] / 'tokenizer'}"]
+    base += ["--set", "training.sampling=tokens", "--set", "training.max_tokens_per_batch=400"]
+    base += ["--set", "training.eval_steps=0", "--set", "training.average_last=0", "--set", "training.save_steps=5"]
+    reference, resumed = tmp_path / "reference", tmp_path / "resumed"
+    assert main([*base, "--set", f"training.output_dir={reference}", "--set", "training.max_steps=14"]) == 0
+    assert main([*base, "--set", f"training.output_dir={resumed}", "--set", "training.max_steps=10"]) == 0
+    assert "batches of <= 400 tokens per side" in capsys.readouterr().err
+    start = len((resumed / "log.jsonl").read_text().splitlines())
+    assert main([*base, "--set", f"training.output_dir={resumed}", "--set", "training.max_steps=14"]) == 0
+
+    def steps(path, first_line=0):
+        records = [json.loads(line) for line in path.read_text().splitlines()[first_line:]]
+        return {r["step"]: r for r in records if "loss" in r}
+
+    expected = steps(reference / "log.jsonl")
+    tokens = [expected[1]["num_input_tokens_seen"]] + [
+        expected[s]["num_input_tokens_seen"] - expected[s - 1]["num_input_tokens_seen"] for s in range(2, 15)
+    ]
+    assert all(0 < n <= 400 for n in tokens) and len(set(tokens)) > 3  # bounded, and not a fixed batch size
+    state = json.loads((resumed / "checkpoint-10" / "trainer_state.json").read_text())
+    assert 1 < state["epoch"] < 2  # the resume happens inside the second epoch
+    after = steps(resumed / "log.jsonl", start)
+    assert sorted(after) == [11, 12, 13, 14]
+    for step in after:
+        assert after[step]["loss"] == expected[step]["loss"], step
+        assert after[step]["num_input_tokens_seen"] == expected[step]["num_input_tokens_seen"], step

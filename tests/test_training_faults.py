@@ -19,6 +19,7 @@ import torch
 import yaml
 
 from hf_vaswani.cli import main
+from hf_vaswani.tokenization import train_tokenizer
 from hf_vaswani.training import (
     IncompleteCheckpointWarning,
     checkpoint_problem,
@@ -68,6 +69,11 @@ def fault_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("faults")
     (root / "pairs.tsv").write_text(_corpus(), encoding="utf-8")
     config = yaml.safe_load(yaml.safe_dump(TINY_CONFIG))
+    # One tokenizer for every run: training a Unigram tokenizer twice can give scores that differ in the last
+    # digits (hash map order in `tokenizers`), which may segment a word differently and change the losses.
+    texts = [text for line in _corpus().splitlines() for text in line.split("\t")]
+    train_tokenizer(texts, vocab_size=config["tokenizer"]["vocab_size"]).save_pretrained(root / "tokenizer")
+    config["tokenizer"]["path"] = str(root / "tokenizer")
     config["model"]["dropout"] = 0.1
     config["training"].update(max_steps=MAX_STEPS, save_steps=SAVE_STEPS, eval_steps=0, average_last=0)
     (root / "tiny.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
