@@ -9,14 +9,19 @@
   as in the paper.
 * Regularization (sec. 5.4): residual dropout and label smoothing come from the model configuration (the
   model computes the label-smoothed loss; Trainer's `label_smoothing_factor` stays 0).
-* Batching (sec. 5.1): batches of sentences of similar length (``train_sampling_strategy="group_by_length"``)
-  with gradient accumulation; the loss is normalized by the number of target tokens of the whole
-  accumulated batch.
+* Batching (sec. 5.1): batches of sentences of similar length (``sampling: group_by_length``, the default),
+  or batches of a bounded number of tokens as in the paper (``sampling: tokens`` with ``max_tokens_per_batch``,
+  `TokenBatchSampler`), with gradient accumulation; the loss is normalized by the number of target tokens of
+  the whole accumulated batch.
 * Checkpoint averaging (sec. 6.1): `average_checkpoints` averages the last N checkpoints.
 
 A run is described by a YAML (or JSON) file with four sections, ``data``, ``tokenizer``, ``model`` and
 ``training`` (see `DEFAULT_CONFIG` and ``configs/tatoeba-es-en.yaml``); any value can be overridden with
-``key.path=value`` strings (``--set training.max_steps=100`` on the command line).
+``key.path=value`` strings (``--set training.max_steps=100`` on the command line). `validate_config` checks the
+type and range of every value.
+
+The same ``train`` runs in one process or under ``torchrun`` / ``accelerate launch`` (DDP); checkpoints are
+written atomically and a resumed run continues with the data order of an uninterrupted one (`VaswaniTrainer`).
 
 Layout of the output directory::
 
@@ -24,7 +29,8 @@ Layout of the output directory::
     tokenizer/           the tokenizer, trained once on the training split and reused when resuming
     splits/              validation.tsv and test.tsv (English<TAB>Spanish), for `hf-vaswani evaluate`
     log.jsonl            one JSON object per Trainer log event (loss, lr, eval BLEU/chrF, tokens/s)
-    checkpoint-N/        Trainer checkpoints (model, tokenizer, optimizer, scheduler, RNG state)
+    checkpoint-N/        Trainer checkpoints (model, tokenizer, optimizer, scheduler, RNG states,
+                         training_args.json), renamed into place from tmp-checkpoint-N/ once complete
     final/               the model at the end of training (config, generation config, tokenizer)
     averaged/            the average of the last `average_last` checkpoints (when >= 2 exist)
 """
@@ -1317,7 +1323,8 @@ def average_checkpoints(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     last = folders[-1]
-    skip = {"optimizer.pt", "scheduler.pt", "trainer_state.json", "training_args.bin", "model.safetensors"}
+    skip = {"optimizer.pt", "scheduler.pt", "trainer_state.json", "training_args.bin", TRAINING_ARGS_JSON}
+    skip |= {"model.safetensors", "averaged_from.json"}
     for item in last.iterdir():
         if (
             item.is_file()
