@@ -5,7 +5,7 @@ subcommand(s) with `subparsers.add_parser(...)` and sets ``func`` (a callable ta
 `argparse.Namespace` and returning an exit code) with `set_defaults`. To add a subcommand, add one line to
 `COMMANDS`. A module is imported only when one of its subcommands is run (or its ``--help`` is asked), so
 ``hf-vaswani --help`` is fast and a subcommand whose optional dependencies are missing does not break the
-others.
+others. The argparse types the subcommands share (`positive_int`, `finite_float`) live here too.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sys
 import warnings
 from collections.abc import Iterator, Sequence
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "finite_float", "main", "positive_int"]
 
 #: (subcommand, module that adds it, one-line help). One module may add several subcommands.
 COMMANDS: list[tuple[str, str, str]] = [
@@ -37,6 +37,28 @@ COMMANDS: list[tuple[str, str, str]] = [
 #: values (ValueError, which includes UnicodeDecodeError and JSON errors) and file system errors (OSError:
 #: missing files, permissions, a folder where a file is expected, ...).
 USER_ERRORS = (ValueError, OSError)
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type`` for options that take a whole number >= 1 (``--batch-size``, ``--last``, ...)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def finite_float(text: str) -> float:
+    """An argparse ``type`` for options that take a finite number (no nan or inf)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
 
 
 class _Parser(argparse.ArgumentParser):

@@ -24,6 +24,8 @@ from typing import Any, NamedTuple
 
 import torch
 
+from .cli import finite_float, positive_int
+
 __all__ = [
     "DEFAULT_MODEL",
     "EvaluationResult",
@@ -443,41 +445,21 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _finite_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
-
-
 def _add_generation_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
         default=None,
         help=f"model folder or Hub id (default: {DEFAULT_MODEL} of the repository)",
     )
-    parser.add_argument("--num-beams", type=_positive_int, default=None, help="beam size (default: the model's, 4)")
+    parser.add_argument("--num-beams", type=positive_int, default=None, help="beam size (default: the model's, 4)")
     parser.add_argument(
         "--length-penalty",
-        type=_finite_float,
+        type=finite_float,
         default=None,
         help="beam search length penalty alpha (default: the model's, 0.6 as in sec. 6.1)",
     )
-    parser.add_argument("--batch-size", type=_positive_int, default=32, help="sentences per generate() call")
-    parser.add_argument("--max-new-tokens", type=_positive_int, default=None, help="longest translation, in tokens")
+    parser.add_argument("--batch-size", type=positive_int, default=32, help="sentences per generate() call")
+    parser.add_argument("--max-new-tokens", type=positive_int, default=None, help="longest translation, in tokens")
     parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
 
 
@@ -507,7 +489,7 @@ def add_parser(subparsers: Any) -> None:
     )
     evaluate.add_argument("data", help="English<TAB>Spanish file (TSV/CSV/JSONL)")
     evaluate.add_argument("--direction", action="append", help="es-en and/or en-es (repeatable; default: both)")
-    evaluate.add_argument("--limit", type=_positive_int, default=None, help="score only the first N pairs")
+    evaluate.add_argument("--limit", type=positive_int, default=None, help="score only the first N pairs")
     evaluate.add_argument(
         "--output",
         metavar="FILE",

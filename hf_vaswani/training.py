@@ -69,6 +69,7 @@ from transformers import (
 from transformers.trainer_pt_utils import LengthGroupedSampler, safe_globals
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 
+from .cli import positive_int
 from .configuration_vaswani import VaswaniConfig
 from .modeling_vaswani import VaswaniForConditionalGeneration
 
@@ -1387,16 +1388,6 @@ def _run_average(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
 def add_parser(subparsers: Any) -> None:
     """Add the ``train`` and ``average-checkpoints`` subcommands."""
     parser = subparsers.add_parser(
@@ -1434,7 +1425,7 @@ def add_parser(subparsers: Any) -> None:
     average.add_argument("checkpoints", nargs="+", help="checkpoint folders, or one run directory")
     average.add_argument("-o", "--output", required=True, help="folder to write the averaged model to")
     average.add_argument(
-        "--last", type=_positive_int, default=5, help="with a run directory: how many checkpoints (default 5)"
+        "--last", type=positive_int, default=5, help="with a run directory: how many checkpoints (default 5)"
     )
     average.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], help="cast the average")
     average.set_defaults(func=_run_average)
