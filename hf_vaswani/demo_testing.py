@@ -42,32 +42,22 @@ _TINY_MARK = "vaswani-demo-tiny-random"
 def write_tiny_model(folder: str | os.PathLike[str], *, seed: int = 0, vocab_size: int = 400) -> Path:
     """Save a random-weight tiny model and its tokenizer to `folder` (created if missing); returns the folder.
 
-    The model: d_model 32, 2 encoder and 2 decoder layers of 4 heads, at most 64 positions. Its generation config
-    asks for at least 2 new tokens, never repeats a piece and never generates `<pad>`, `<unk>` or a language token,
-    so that the random output is a non-empty "translation" of several words (greedy, at most 12 tokens by default).
+    The model: `hf_vaswani.testing.tiny_config` (d_model 32, 2 encoder and 2 decoder layers of 4 heads, at most 64
+    positions). Its generation config asks for at least 2 new tokens, never repeats a piece and never generates
+    `<pad>`, `<unk>` or a language token, so that the random output is a non-empty "translation" of several words
+    (greedy, at most 12 tokens by default).
     """
     import torch
     from transformers import GenerationConfig
 
-    from .configuration_vaswani import VaswaniConfig
     from .modeling_vaswani import VaswaniForConditionalGeneration
+    from .testing import tiny_config
     from .tokenization import LANGUAGE_TOKEN_IDS, PAD_ID, UNK_ID, train_tokenizer
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = train_tokenizer(list(TINY_SENTENCES) * 4, vocab_size=vocab_size, model_max_length=64)
-    config = VaswaniConfig(
-        vocab_size=len(tokenizer),
-        d_model=32,
-        encoder_layers=2,
-        decoder_layers=2,
-        encoder_attention_heads=4,
-        decoder_attention_heads=4,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
-        max_position_embeddings=64,
-        dropout=0.0,
-    )
+    config = tiny_config(len(tokenizer))
     config.name_or_path = _TINY_MARK
     torch.manual_seed(seed)
     model = VaswaniForConditionalGeneration(config).eval()

@@ -7,25 +7,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from hf_vaswani import VaswaniConfig, VaswaniForConditionalGeneration  # noqa: E402
+from hf_vaswani import VaswaniConfig, VaswaniForConditionalGeneration, testing  # noqa: E402
 
 
 def tiny_config(**overrides) -> VaswaniConfig:
     """A model small enough for fast tests, with different encoder/decoder depths to catch index mix-ups."""
-    values = dict(
-        vocab_size=97,
-        d_model=32,
-        encoder_layers=2,
-        decoder_layers=3,
-        encoder_attention_heads=4,
-        decoder_attention_heads=2,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=48,
-        max_position_embeddings=64,
-        dropout=0.0,
-    )
+    values = dict(vocab_size=97, decoder_layers=3, decoder_attention_heads=2, decoder_ffn_dim=48)
     values.update(overrides)
-    return VaswaniConfig(**values)
+    return testing.tiny_config(**values)
 
 
 @pytest.fixture

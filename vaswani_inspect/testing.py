@@ -2,13 +2,16 @@
 
 Used by the tests and the benchmark until `pretrained/vaswani-tatoeba-es-en/` exists (see
 `vaswani_inspect.DEFAULT_MODEL_PATH`). The tokenizer has the project's special tokens, in the project's order:
-`<pad>`=0 `<s>`=1 `</s>`=2 `<unk>`=3 `>>en<<`=4 `>>es<<`=5, and appends `</s>` to every sequence.
+`<pad>`=0 `<s>`=1 `</s>`=2 `<unk>`=3 `>>en<<`=4 `>>es<<`=5, and appends `</s>` to every sequence. `tiny_model` is
+`hf_vaswani.testing.tiny_model` (d_model 32, 2+2 layers, 4 heads, random weights from a seed, in eval mode).
 """
 
 from __future__ import annotations
 
 import functools
 from typing import Any
+
+from hf_vaswani.testing import tiny_model  # the small random model, shared with hf_vaswani's own test helpers
 
 SPECIAL_TOKENS = ("<pad>", "<s>", "</s>", "<unk>", ">>en<<", ">>es<<")
 
@@ -73,30 +76,6 @@ def tiny_tokenizer(vocab_size: int = 200) -> Any:
         unk_token="<unk>",
         additional_special_tokens=[">>en<<", ">>es<<"],
     )
-
-
-def tiny_model(vocab_size: int, seed: int = 0, **overrides: Any) -> Any:
-    """A small random `VaswaniForConditionalGeneration` (d_model 32, 2+2 layers, 4 heads), in eval mode."""
-    import torch
-
-    from hf_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
-
-    settings: dict[str, Any] = dict(
-        vocab_size=vocab_size,
-        d_model=32,
-        encoder_layers=2,
-        decoder_layers=2,
-        encoder_attention_heads=4,
-        decoder_attention_heads=4,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
-        max_position_embeddings=64,
-        dropout=0.0,
-    )
-    settings.update(overrides)
-    torch.manual_seed(seed)
-    model = VaswaniForConditionalGeneration(VaswaniConfig(**settings))
-    return model.eval()
 
 
 __all__ = ["SPECIAL_TOKENS", "sentence_pairs", "tiny_model", "tiny_tokenizer", "training_sentences"]
