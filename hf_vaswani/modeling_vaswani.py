@@ -6,6 +6,7 @@ configuration (a relative import), so that `save_pretrained` can ship it for `tr
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
@@ -50,12 +51,17 @@ class VaswaniSinusoidalPositionalEncoding(nn.Module):
     The table has no weights and is computed for the positions asked for, in float64 where the device has it, so
     that it is exact after any `from_pretrained`, dtype cast or device move. `layout="concatenated"` puts every
     sine before every cosine instead of interleaving them (Marian's layout).
+
+    `rows(start, length, device)` returns the rows of consecutive positions from a float32 table computed once
+    per device (not a buffer: no dtype cast can touch it), so that a decoding step does not recompute sines and
+    cosines; under `torch.compile` it computes them in the graph instead.
     """
 
     def __init__(self, d_model: int, layout: str = "interleaved"):
         super().__init__()
         self.d_model = d_model
         self.layout = layout
+        self._tables: dict[torch.device, torch.Tensor] = {}
 
     def forward(self, position_ids: torch.Tensor) -> torch.Tensor:
         dtype = torch.float32 if position_ids.device.type == "mps" else torch.float64
@@ -67,6 +73,19 @@ class VaswaniSinusoidalPositionalEncoding(nn.Module):
         else:
             table = torch.cat((angles.sin(), angles.cos()), dim=-1)
         return table.to(torch.float32)
+
+    def rows(self, start: int, length: int, device: torch.device, max_positions: int) -> torch.Tensor:
+        """The encodings of positions start .. start + length - 1 (<= max_positions), shape (length, d_model)."""
+        if is_torchdynamo_compiling() or torch.jit.is_tracing():
+            return self(torch.arange(start, start + length, device=device))
+        table = self._tables.get(device)
+        if table is None or table.shape[0] < start + length:
+            size = min(max_positions, max(64, 1 << (start + length - 1).bit_length()))
+            # A plain tensor even when the first call runs under inference_mode, so that training can use it.
+            with torch.inference_mode(False), torch.no_grad():
+                table = self(torch.arange(size, device=device))
+            self._tables[device] = table
+        return table[start : start + length]
 
 
 class VaswaniLearnedPositionalEmbedding(nn.Embedding):
@@ -161,9 +180,15 @@ class VaswaniAttention(nn.Module):
         self.out_proj = nn.Linear(d_model, d_model)
 
     def _split_heads(self, projected: torch.Tensor, parts: int) -> tuple[torch.Tensor, ...]:
+        """(batch, length, parts * d_model) -> `parts` views of shape (batch, heads, length, head_dim), no copy.
+
+        Unbinding dimension 2 before moving the heads forward (rather than unbinding a permuted tensor) gives the
+        same views, but makes the backward stack the query/key/value gradients straight into the projection's
+        (batch, length, parts * d_model) layout: one copy instead of a stack plus a `contiguous()`.
+        """
         batch, length, _ = projected.shape
         heads = projected.view(batch, length, parts, self.num_heads, self.head_dim)
-        return heads.permute(2, 0, 3, 1, 4).unbind(0)
+        return tuple(part.transpose(1, 2) for part in heads.unbind(2))
 
     def _cross_keys_values(
         self, encoder_hidden_states: torch.Tensor, cache: Cache | None
@@ -211,7 +236,9 @@ class VaswaniAttention(nn.Module):
     def _attention_function(self, kwargs: dict, device: torch.device) -> Callable:
         # Attention weights exist only on the eager path: when they are asked for, this call runs eager whatever
         # the model's implementation, instead of returning `None` weights.
-        wants_weights = kwargs.get("output_attentions", self.config.output_attentions)
+        wants_weights = kwargs.get("output_attentions")
+        if wants_weights is None:
+            wants_weights = self.config.output_attentions
         implementation = self.config._attn_implementation
         if wants_weights or implementation in (None, "eager"):
             return eager_attention_forward
@@ -370,7 +397,7 @@ class VaswaniPreTrainedModel(PreTrainedModel):
             raise ValueError(f"{name} must have shape (batch, sequence_length), got {tuple(input_ids.shape)}.")
         if is_torchdynamo_compiling() or input_ids.numel() == 0:
             return
-        low, high = int(input_ids.min()), int(input_ids.max())
+        low, high = (int(value) for value in torch.aminmax(input_ids))
         if low < 0 or high >= vocab_size:
             bad = low if low < 0 else high
             raise ValueError(f"{name} contains the id {bad}, outside the vocabulary [0, {vocab_size}).")
@@ -426,8 +453,15 @@ class VaswaniStack(VaswaniPreTrainedModel):
             )
         hidden_states = inputs_embeds * self.embed_scale
         if self.embed_positions is not None:
-            positions = torch.arange(past_length, past_length + length, device=hidden_states.device)
-            hidden_states = hidden_states + self.embed_positions(positions).to(hidden_states.dtype)
+            if isinstance(self.embed_positions, VaswaniSinusoidalPositionalEncoding):
+                table = self.embed_positions.rows(
+                    past_length, length, hidden_states.device, self.config.max_position_embeddings
+                )
+            else:
+                table = self.embed_positions(
+                    torch.arange(past_length, past_length + length, device=hidden_states.device)
+                )
+            hidden_states = hidden_states + table.to(hidden_states.dtype)
         return F.dropout(hidden_states, p=self.dropout, training=self.training)
 
     def finish(self, hidden_states: torch.Tensor) -> torch.Tensor:
@@ -617,6 +651,43 @@ class VaswaniModel(VaswaniPreTrainedModel):
         )
 
 
+class _LabelSmoothedCrossEntropySum(torch.autograd.Function):
+    """Sum over the rows whose label is not -100 of the label-smoothed cross-entropy, with a hand-written backward.
+
+    Row loss: -(1 - eps) log p_y - (eps / V) sum_j log p_j, the same as `F.cross_entropy(..., label_smoothing=eps)`.
+    Autograd through `F.cross_entropy` builds a dense (rows, V) gradient for the smoothing term and then runs the
+    log-softmax backward on it: with a large vocabulary that is most of the loss's cost. Here the gradient is
+    written in one go, exp(log p) - (1 - eps) one-hot(y) - eps / V, scaled by the incoming gradient (zero on
+    ignored rows): the loss and its backward cost half as much, for the same values.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, logits: torch.Tensor, labels: torch.Tensor, smoothing: float) -> torch.Tensor:
+        valid = labels != -100
+        targets = labels.masked_fill(~valid, 0)
+        log_probs = torch.log_softmax(logits, dim=-1, dtype=torch.float32)
+        picked = log_probs.gather(1, targets.unsqueeze(1)).squeeze(1)
+        rows = -(1.0 - smoothing) * picked
+        if smoothing:
+            rows = rows - (smoothing / logits.shape[-1]) * log_probs.sum(-1)
+        ctx.save_for_backward(log_probs, targets, valid)
+        ctx.smoothing = smoothing
+        ctx.logits_dtype = logits.dtype
+        return torch.where(valid, rows, 0.0).sum()
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+        log_probs, targets, valid = ctx.saved_tensors
+        smoothing = ctx.smoothing
+        scale = torch.where(valid, grad_output.to(log_probs.dtype), 0.0).unsqueeze(1)
+        grad = log_probs.exp()
+        if smoothing:
+            grad.sub_(smoothing / log_probs.shape[-1])
+        grad.mul_(scale)
+        grad.scatter_add_(1, targets.unsqueeze(1), -(1.0 - smoothing) * scale)
+        return grad.to(ctx.logits_dtype), None, None
+
+
 def label_smoothed_cross_entropy(
     logits: torch.Tensor,
     labels: torch.Tensor,
@@ -627,20 +698,21 @@ def label_smoothed_cross_entropy(
 
     The per-token losses are summed and divided by the number of target tokens of the *whole* batch: when
     `Trainer` accumulates gradients it passes that count as `num_items_in_batch`, so k accumulated micro-batches
-    give the same gradient as one batch k times larger.
+    give the same gradient as one batch k times larger. Computed in float32 whatever the logits' dtype.
     """
-    total = F.cross_entropy(
-        logits.float().reshape(-1, logits.shape[-1]),
-        labels.reshape(-1).to(logits.device),
-        ignore_index=-100,
-        label_smoothing=smoothing,
-        reduction="sum",
-    )
+    labels = labels.reshape(-1).to(logits.device)
+    total = _LabelSmoothedCrossEntropySum.apply(logits.reshape(-1, logits.shape[-1]), labels, float(smoothing))
     if num_items_in_batch is None:
         num_items_in_batch = (labels != -100).sum()
     if torch.is_tensor(num_items_in_batch):
         num_items_in_batch = num_items_in_batch.to(total.device)
     return total / num_items_in_batch
+
+
+# What `generate` passes to `prepare_inputs_for_generation` besides the ids, cache and masks in the common case.
+_GENERATION_STEP_KWARGS = frozenset(
+    {"encoder_outputs", "use_cache", "output_attentions", "output_hidden_states", "decoder_attention_mask", "labels"}
+)
 
 
 class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
@@ -735,6 +807,51 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
             encoder_hidden_states=outputs.encoder_hidden_states,
             encoder_attentions=outputs.encoder_attentions,
         )
+
+    @deprecate_kwarg("past_key_values", "5.40.0", new_name="cache")
+    def prepare_inputs_for_generation(
+        self,
+        input_ids: torch.LongTensor,
+        next_sequence_length: int | None = None,
+        cache: Cache | None = None,
+        attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        is_first_iteration: bool | None = False,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """The inputs of one decoding step: the decoder ids not yet in the cache, plus what `generate` carries.
+
+        Same result as `GenerationMixin.prepare_inputs_for_generation` for this model, which is called for
+        everything but the common case. That one asks `inspect.signature(self.forward)` on every step for classes
+        registered for the auto classes (this one is, for `trust_remote_code`) and walks the parameters twice for
+        the device; here a step costs a slice and a clone.
+        """
+        if (
+            inputs_embeds is not None
+            or (isinstance(cache, Cache) and cache.is_compileable)
+            or not _GENERATION_STEP_KWARGS.issuperset(kwargs)
+            or input_ids.device != self.lm_head.weight.device
+        ):
+            return super().prepare_inputs_for_generation(
+                input_ids,
+                next_sequence_length=next_sequence_length,
+                cache=cache,
+                attention_mask=attention_mask,
+                inputs_embeds=inputs_embeds,
+                is_first_iteration=is_first_iteration,
+                **kwargs,
+            )
+        if next_sequence_length is not None:
+            input_ids = input_ids[:, -next_sequence_length:]
+        model_inputs: dict[str, Any] = {"decoder_input_ids": input_ids.clone(memory_format=torch.contiguous_format)}
+        if cache is not None:
+            model_inputs["cache"] = cache
+        for key, value in kwargs.items():
+            if key != "labels" and not (key == "decoder_attention_mask" and value is None):
+                model_inputs[key] = value
+        if attention_mask is not None:
+            model_inputs["attention_mask"] = attention_mask
+        return model_inputs
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: `decoder_start_token_id` followed by the labels without their last position."""

@@ -330,6 +330,65 @@ def test_label_smoothing_zero_is_plain_cross_entropy():
     torch.testing.assert_close(label_smoothed_cross_entropy(logits, labels, 0.0), expected)
 
 
+@pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.3])
+def test_label_smoothed_loss_and_gradient_equal_torch_cross_entropy(smoothing):
+    """The hand-written backward gives the gradient autograd computes through F.cross_entropy (float32 math)."""
+    generator = torch.Generator().manual_seed(2)
+    logits = torch.randn(3, 4, 13, generator=generator, dtype=torch.float64) * 3
+    labels = torch.randint(0, 13, (3, 4), generator=generator)
+    labels[0, 2:] = -100
+    ours_logits = logits.clone().requires_grad_(True)
+    ours = label_smoothed_cross_entropy(ours_logits, labels, smoothing, num_items_in_batch=7)
+    (ours * 1.7).backward()
+    theirs_logits = logits.clone().requires_grad_(True)
+    theirs = nn.functional.cross_entropy(
+        theirs_logits.view(-1, 13), labels.view(-1), ignore_index=-100, label_smoothing=smoothing, reduction="sum"
+    )
+    (theirs / 7 * 1.7).backward()
+    torch.testing.assert_close(ours.double(), theirs / 7, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(ours_logits.grad, theirs_logits.grad, atol=1e-7, rtol=1e-5)
+    assert ours.dtype == torch.float32
+
+
+def test_cached_positional_rows_equal_the_formula_and_serve_training():
+    model = VaswaniModel(tiny_config())
+    encoding = model.encoder.embed_positions
+    with torch.inference_mode():  # the first call builds the table inside inference mode ...
+        first = encoding.rows(3, 5, torch.device("cpu"), 64).clone()
+    torch.testing.assert_close(first, encoding(torch.arange(3, 8)), atol=0, rtol=0)
+    torch.testing.assert_close(encoding.rows(60, 4, torch.device("cpu"), 64), encoding(torch.arange(60, 64)))
+    embeds = torch.randn(1, 5, 32, requires_grad=True)  # ... and training can still use it
+    (embeds + encoding.rows(0, 5, torch.device("cpu"), 64)).sum().backward()
+    assert embeds.grad is not None
+
+
+def test_prepare_inputs_for_generation_equals_the_generic_one(tiny_model, source_batch):
+    from transformers.generation import GenerationMixin
+
+    input_ids, attention_mask = source_batch
+    seen = []
+
+    def both(self, ids, **kwargs):
+        ours = VaswaniForConditionalGeneration.prepare_inputs_for_generation(self, ids, **kwargs)
+        generic = GenerationMixin.prepare_inputs_for_generation(self, ids, **kwargs)
+        assert ours.keys() == generic.keys()
+        for key, value in ours.items():
+            if torch.is_tensor(value):
+                assert torch.equal(value, generic[key]) and value.stride() == generic[key].stride(), key
+            else:
+                assert value is generic[key] or value == generic[key], key
+        seen.append(1)
+        return ours
+
+    tiny_model.prepare_inputs_for_generation = both.__get__(tiny_model)
+    inputs = dict(input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=3)
+    tiny_model.generate(**inputs, num_beams=2)
+    tiny_model.generate(**inputs, output_attentions=True, output_hidden_states=True, return_dict_in_generate=True)
+    tiny_model.generate(**inputs, use_cache=False)
+    tiny_model.generate(**inputs, decoder_input_ids=torch.tensor([[1, 7], [1, 8]]))
+    assert len(seen) == 12
+
+
 def test_gradient_checkpointing_gives_same_gradients(source_batch):
     input_ids, attention_mask = source_batch
     labels = torch.randint(6, 97, (2, 5))
