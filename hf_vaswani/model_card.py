@@ -98,7 +98,15 @@ def plot_training_curves(trainer_state: str | Path, out_png: str | Path) -> Path
     if not train:
         raise ValueError(f"{trainer_state} holds no training loss to plot.")
     figure, loss_axis = plt.subplots(figsize=(7, 4), dpi=120)
-    loss_axis.plot(*zip(*train), color="tab:blue", label="training loss (label-smoothed)")
+    steps, losses = zip(*train)
+    loss_axis.plot(steps, losses, color="tab:blue", alpha=0.3, linewidth=0.8)
+    # Length-grouped batches alternate between long and short sentences: a running mean shows the trend.
+    window = min(8, len(losses))
+    smoothed = [
+        sum(losses[max(0, i - window + 1) : i + 1]) / len(losses[max(0, i - window + 1) : i + 1])
+        for i in range(len(losses))
+    ]
+    loss_axis.plot(steps, smoothed, color="tab:blue", label="training loss (label-smoothed, running mean)")
     loss_axis.set_xlabel("update step")
     loss_axis.set_ylabel("training loss", color="tab:blue")
     if bleu:
