@@ -184,7 +184,8 @@ class DemoBackend:
         Raises:
             FileNotFoundError: when the folder does not exist (the message says how to pass one).
         """
-        from .inference import DEFAULT_MODEL, load_translator
+        from .inference import load_translator
+        from .paths import DEFAULT_MODEL
 
         name = resolve_model_path(model_path)
         if model_path is None and not os.environ.get(MODEL_ENV) and not (Path(name) / "config.json").is_file():

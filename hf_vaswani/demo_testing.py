@@ -91,7 +91,7 @@ def demo_model_for_tests(tmp_dir: str | os.PathLike[str]) -> str:
     chosen = os.environ.get(TEST_MODEL_ENV)
     if chosen:
         return chosen
-    from .inference import default_model_path
+    from .paths import default_model_path
 
     shipped = Path(default_model_path())
     if (shipped / "config.json").is_file():

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 import torch
 
 from .cli import finite_float, positive_int
+from .paths import DEFAULT_MODEL, default_model_path  # the shipped checkpoint (re-exported here)
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -39,8 +40,6 @@ __all__ = [
     "translate",
 ]
 
-#: The checkpoint shipped with the project, relative to the repository (or the installed package).
-DEFAULT_MODEL = "pretrained/vaswani-tatoeba-es-en"
 _REPORTED = 5
 
 
@@ -66,17 +65,6 @@ def _max_source_tokens(model: Any, tokenizer: Any) -> int:
     limits.append(getattr(tokenizer, "model_max_length", None))  # a huge sentinel when the tokenizer has none
     valid = [int(v) for v in limits if isinstance(v, int) and 0 < v < 10**9]
     return min(valid) if valid else 10**9
-
-
-def default_model_path() -> str:
-    """`DEFAULT_MODEL` looked up in the current directory, the repository root and the package folder; the
-    relative name itself when none has it (loading then fails with a message that says where it looked)."""
-    package_dir = Path(__file__).resolve().parent
-    for base in (Path.cwd(), package_dir.parent, package_dir):
-        candidate = base / DEFAULT_MODEL
-        if (candidate / "config.json").is_file():
-            return str(candidate)
-    return DEFAULT_MODEL
 
 
 def _looks_like_local_path(name: str) -> bool:

@@ -7,6 +7,8 @@ with matplotlib), read word alignments off the cross-attention (`align`, `best_l
 `python -m vaswani_inspect inspect "el gato negro" --direction es-en --out report/`.
 """
 
+from hf_vaswani.paths import DEFAULT_MODEL_PATH
+
 from .alignment import (
     AlignmentScores,
     GoldAlignment,
@@ -22,7 +24,6 @@ from .alignment import (
 )
 from .extract import AttentionUnavailableError, extract, load_model_and_tokenizer, record_from_ids
 from .heads import HeadStats, attention_rollout, head_statistics, head_statistics_table
-from .paths import DEFAULT_MODEL_PATH
 from .plots import plot_alignment, plot_heatmap, plot_layer_grid, save_figure
 from .record import KINDS, AttentionRecord
 from .report import write_report

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .paths import DEFAULT_MODEL_PATH
+from hf_vaswani.paths import DEFAULT_MODEL_PATH
 
 
 def add_parser(subparsers: Any) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:

@@ -1635,7 +1635,7 @@ def run_compare_bert(args: argparse.Namespace) -> int:
     check_bert(str(args.bert))  # fail fast, before loading anything large
     model, tokenizer = load_ours(args.model, device=args.device)
     bert, bert_tokenizer = load_bert(str(args.bert), device=args.device)
-    from .extract import DEFAULT_MODEL_PATH
+    from hf_vaswani.paths import DEFAULT_MODEL_PATH
 
     result = compare_bert(
         sentences,

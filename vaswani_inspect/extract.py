@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from .paths import DEFAULT_MODEL_PATH
+from hf_vaswani.paths import DEFAULT_MODEL_PATH
+
 from .record import AttentionRecord
 from .words import LANGUAGE_TOKEN
 
