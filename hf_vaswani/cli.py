@@ -2,7 +2,8 @@
 
 Each subcommand lives in a module that exposes ``add_parser(subparsers)``; that function adds its
 subcommand(s) with `subparsers.add_parser(...)` and sets ``func`` (a callable taking the parsed
-`argparse.Namespace` and returning an exit code) with `set_defaults`. To add a subcommand, add one line to
+`argparse.Namespace` and returning an exit code) with `set_defaults`, and may set ``user_errors`` there too (more
+exception classes to report like `USER_ERRORS`). To add a subcommand, add one line to
 `COMMANDS`. A module is imported only when one of its subcommands is run (or its ``--help`` is asked), so
 ``hf-vaswani --help`` is fast and a subcommand whose optional dependencies are missing does not break the
 others. The argparse types the subcommands share (`positive_int`, `finite_float`) live here too.
@@ -35,7 +36,8 @@ COMMANDS: list[tuple[str, str, str]] = [
 
 #: Errors shown as one line with exit code 2 (set HF_VASWANI_TRACEBACK=1 to see the traceback instead): bad
 #: values (ValueError, which includes UnicodeDecodeError and JSON errors) and file system errors (OSError:
-#: missing files, permissions, a folder where a file is expected, ...).
+#: missing files, permissions, a folder where a file is expected, ...). A subcommand adds its own error classes
+#: with ``set_defaults(user_errors=(...))`` (e.g. vaswani_inspect's AttentionUnavailableError).
 USER_ERRORS = (ValueError, OSError)
 
 
@@ -131,10 +133,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     func = getattr(args, "func", None)
     if func is None:  # a placeholder: its module did not add it (should not happen)
         parser.error(f"the subcommand {args.command!r} is not available")
+    user_errors = USER_ERRORS + tuple(getattr(args, "user_errors", ()))
     try:
         with _one_line_warnings(args.command):
             return int(func(args) or 0)
-    except USER_ERRORS as error:
+    except user_errors as error:
         if os.environ.get("HF_VASWANI_TRACEBACK"):
             raise
         print(f"hf-vaswani {args.command}: error: {_one_line(str(error))}", file=sys.stderr)

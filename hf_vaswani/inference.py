@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import torch
 
 from .cli import finite_float, positive_int
-from .paths import DEFAULT_MODEL, default_model_path  # the shipped checkpoint (re-exported here)
+from .paths import DEFAULT_MODEL, default_model_path, looks_like_local_path  # (the first two re-exported here)
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -67,10 +67,6 @@ def _max_source_tokens(model: Any, tokenizer: Any) -> int:
     return min(valid) if valid else 10**9
 
 
-def _looks_like_local_path(name: str) -> bool:
-    return os.path.isabs(name) or name.startswith((".", "~")) or name.count("/") != 1 or os.path.exists(name)
-
-
 def load_translator(
     model: str | os.PathLike[str] | None = None, device: str | None = None, dtype: str | None = None
 ) -> tuple[Any, Any]:
@@ -85,7 +81,7 @@ def load_translator(
     import hf_vaswani  # noqa: F401  (registers the "vaswani" model type with the Auto classes)
 
     name = str(model) if model is not None else default_model_path()
-    local = model is None or _looks_like_local_path(name)  # the default is a folder, never a Hub id
+    local = model is None or looks_like_local_path(name)  # the default is a folder, never a Hub id
     if local and not (Path(name).expanduser() / "config.json").is_file():
         hint = " (the default model is not shipped in this checkout: pass --model PATH)" if model is None else ""
         raise FileNotFoundError(f"No model folder with a config.json at {name!r}{hint}.")

@@ -10,9 +10,10 @@ on the Hub.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-__all__ = ["DEFAULT_MODEL", "DEFAULT_MODEL_PATH", "default_model_path"]
+__all__ = ["DEFAULT_MODEL", "DEFAULT_MODEL_PATH", "default_model_path", "looks_like_local_path"]
 
 #: The checkpoint shipped with the project, relative to the repository (or the installed package).
 DEFAULT_MODEL = "pretrained/vaswani-tatoeba-es-en"
@@ -31,3 +32,9 @@ def default_model_path() -> str:
         if (candidate / "config.json").is_file():
             return str(candidate)
     return DEFAULT_MODEL
+
+
+def looks_like_local_path(name: str) -> bool:
+    """Whether a ``--model`` value names a local folder rather than a Hub id (``org/name``): an absolute path, one
+    that starts with ``.`` or ``~``, one with no or several ``/``, or one that exists."""
+    return os.path.isabs(name) or name.startswith((".", "~")) or name.count("/") != 1 or os.path.exists(name)

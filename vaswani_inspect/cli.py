@@ -6,6 +6,9 @@ sets `args.func`, a function of the parsed arguments that returns the exit statu
 
     python -m vaswani_inspect inspect "el gato negro" --direction es-en --out report/ [--model PATH] [--num-beams N]
     python -m vaswani_inspect align-eval --gold gold.txt --source-file es.txt --target-file en.txt [--model PATH]
+
+``--model`` takes a model folder or a Hub id, as ``hf-vaswani translate --model`` does. A model that returns no
+attention weights (`AttentionUnavailableError`) is reported like bad input: one line, exit code 2.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from hf_vaswani.paths import DEFAULT_MODEL_PATH
+
+from .extract import AttentionUnavailableError
 
 
 def add_parser(subparsers: Any) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
@@ -42,7 +47,7 @@ def add_parser(subparsers: Any) -> tuple[argparse.ArgumentParser, argparse.Argum
     inspect.add_argument("--format", choices=("png", "svg"), default="png", help="image format (default: png)")
     inspect.add_argument("--alignment-layer", default="mean", help="decoder layer for the alignment, or 'mean'")
     inspect.add_argument("--shift", action="store_true", help="shifted alignment rows (Chen et al. 2020)")
-    inspect.set_defaults(func=run_inspect)
+    inspect.set_defaults(func=run_inspect, user_errors=(AttentionUnavailableError,))
 
     evaluate = subparsers.add_parser(
         "align-eval",
@@ -68,12 +73,12 @@ def add_parser(subparsers: Any) -> tuple[argparse.ArgumentParser, argparse.Argum
     evaluate.add_argument("--shift", action="store_true", help="shifted alignment rows (Chen et al. 2020)")
     evaluate.add_argument("--batch-size", type=int, default=16)
     evaluate.add_argument("--json", type=Path, help="also write the scores as JSON here")
-    evaluate.set_defaults(func=run_align_eval)
+    evaluate.set_defaults(func=run_align_eval, user_errors=(AttentionUnavailableError,))
     return inspect, evaluate
 
 
 def _model_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", type=Path, default=None, help=f"checkpoint folder (default: {DEFAULT_MODEL_PATH})")
+    parser.add_argument("--model", default=None, help=f"model folder or Hub id (default: {DEFAULT_MODEL_PATH})")
     parser.add_argument("--device", default=None, help="torch device, e.g. cuda (default: cpu)")
 
 
@@ -172,8 +177,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the stand-alone CLI; returns the exit status (2 with a one-line message for bad input)."""
     args = build_parser().parse_args(argv)
-    from .extract import AttentionUnavailableError
-
     try:
         return int(args.func(args))
     except (ValueError, TypeError, OSError, AttentionUnavailableError) as error:

@@ -1588,6 +1588,8 @@ def _tag(tag: str, focus: str) -> str:
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the `compare-bert` subcommand to an argparse `subparsers` object (sets `func`); returns its parser."""
+    from .extract import AttentionUnavailableError
+
     parser = subparsers.add_parser(
         "compare-bert",
         help="compare our heads with a pretrained BERT's (Clark et al. 2019)",
@@ -1625,7 +1627,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--device", default=None, help="torch device for both models (default: cpu)")
     parser.add_argument("--format", choices=("png", "svg"), default="png", help="image format (default: png)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.set_defaults(func=run_compare_bert)
+    parser.set_defaults(func=run_compare_bert, user_errors=(AttentionUnavailableError,))
     return parser
 
 

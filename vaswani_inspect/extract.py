@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from hf_vaswani.paths import DEFAULT_MODEL_PATH
+from hf_vaswani.paths import DEFAULT_MODEL_PATH, looks_like_local_path
 
 from .record import AttentionRecord
 from .words import LANGUAGE_TOKEN
@@ -162,7 +162,16 @@ def record_from_ids(
 
 
 def load_model_and_tokenizer(path: str | Path | None = None, *, device: str | None = None) -> tuple[Any, Any]:
-    """Load a checkpoint folder (default `DEFAULT_MODEL_PATH`) as (model, tokenizer), model in eval mode."""
+    """Load a model folder or Hub id (default `DEFAULT_MODEL_PATH`) as (model, tokenizer), the model in eval mode
+    on `device` (default cpu).
+
+    A `Path`, and a name that is not of the form ``org/name`` (`hf_vaswani.paths.looks_like_local_path`), is a
+    local folder, as for ``hf-vaswani translate --model``; the loading itself is `hf_vaswani.inference.load_translator`.
+
+    Raises:
+        FileNotFoundError: no such folder (or the default checkpoint is not there yet).
+        ValueError: the model or its tokenizer cannot be loaded from it (damaged or foreign files, unknown Hub id).
+    """
     if path is None:
         path = DEFAULT_MODEL_PATH
         if not path.is_dir():
@@ -170,21 +179,11 @@ def load_model_and_tokenizer(path: str | Path | None = None, *, device: str | No
                 f"No model checkpoint at the default path {path} (the trained checkpoint is not shipped yet): "
                 "pass a checkpoint folder with --model PATH (or path=...)."
             )
-    elif not Path(path).is_dir() and (isinstance(path, Path) or "/" in str(path) or str(path).startswith(".")):
+    elif not Path(path).expanduser().is_dir() and (isinstance(path, Path) or looks_like_local_path(str(path))):
         raise FileNotFoundError(f"No model checkpoint folder at {path}.")
-    import hf_vaswani  # noqa: F401 - registers the Vaswani classes with the Auto classes
+    from hf_vaswani.inference import load_translator
 
-    try:  # the project's tokenizer class, once it exists, registers itself on import
-        import hf_vaswani.tokenization  # noqa: F401
-    except ImportError:
-        pass
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(str(path))
-    model = AutoModelForSeq2SeqLM.from_pretrained(str(path))
-    if device is not None:
-        model = model.to(device)
-    return model.eval(), tokenizer
+    return load_translator(path, device=device or "cpu")
 
 
 # ----------------------------------------------------------------------------------------------------------------
