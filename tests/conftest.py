@@ -9,6 +9,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from hf_vaswani import VaswaniConfig, VaswaniForConditionalGeneration, testing  # noqa: E402
 
+#: The vaswani_inspect tests' tokenizer, model and record fixtures.
+pytest_plugins = ["tests.inspect_fixtures"]
+
 
 def tiny_config(**overrides) -> VaswaniConfig:
     """A model small enough for fast tests, with different encoder/decoder depths to catch index mix-ups."""

@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -34,6 +33,8 @@ from transformers.models.marian.modeling_marian import shift_tokens_right
 
 from hf_vaswani import VaswaniForConditionalGeneration
 from hf_vaswani.convert_marian import MarianConversionError, add_parser, convert_marian
+
+from .remote_code import run_without_our_packages
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
@@ -393,16 +394,8 @@ def test_generation_settings_of_a_legacy_config_json_are_carried(tmp_path):
     assert "num_beams" not in json.loads((out / "config.json").read_text())
 
 
-REMOTE_CODE_SCRIPT = textwrap.dedent(
-    """
-    import importlib.abc, json, sys
-
-    class RefuseOurPackage(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path, target=None):
-            if name.split(".")[0] in ("hf_vaswani", "vaswani_inspect"):
-                raise ImportError("this process must not import " + name)
-
-    sys.meta_path.insert(0, RefuseOurPackage())
+#: Run by `run_without_our_packages` (json and sys are imported).
+REMOTE_CODE_SCRIPT = """
     import torch
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
@@ -414,7 +407,6 @@ REMOTE_CODE_SCRIPT = textwrap.dedent(
     assert not any(m.split(".")[0] == "hf_vaswani" for m in sys.modules)
     print(json.dumps({"class": type(model).__name__, "tokenizer": type(tokenizer).__name__, "tokens": tokens.tolist()}))
     """
-)
 
 
 def test_trust_remote_code_loads_the_converted_folder_without_our_package(
@@ -424,17 +416,7 @@ def test_trust_remote_code_loads_the_converted_folder_without_our_package(
     batch = MarianTokenizer.from_pretrained(marian_folder)(SOURCES, return_tensors="pt", padding=True)
     expected = marian.generate(**batch, max_new_tokens=8).tolist()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf_home"), "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(
-        [sys.executable, "-c", REMOTE_CODE_SCRIPT, str(converted_from_hub_id), json.dumps(SOURCES)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd="/",
-        stdin=subprocess.DEVNULL,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    output = json.loads(result.stdout.strip().splitlines()[-1])
+    output = run_without_our_packages(REMOTE_CODE_SCRIPT, str(converted_from_hub_id), json.dumps(SOURCES), env=env)
     assert output == {"class": "VaswaniForConditionalGeneration", "tokenizer": "MarianTokenizer", "tokens": expected}
 
 

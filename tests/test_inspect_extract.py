@@ -15,24 +15,9 @@ from vaswani_inspect import (
     record_from_ids,
 )
 from vaswani_inspect.record import rounding_tolerance
-from vaswani_inspect.testing import tiny_model, tiny_tokenizer
+from vaswani_inspect.testing import tiny_model
 
 torch.set_num_threads(1)
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return tiny_tokenizer()
-
-
-@pytest.fixture(scope="module")
-def model(tokenizer):
-    return tiny_model(len(tokenizer))
-
-
-@pytest.fixture(scope="module")
-def record(model, tokenizer):
-    return extract(model, tokenizer, "el gato negro", "the black cat", direction="es-en")
 
 
 def test_shapes_match_config_and_tokens(record, model):

@@ -10,7 +10,6 @@ from matplotlib.figure import Figure
 
 from vaswani_inspect import (
     AttentionRecord,
-    extract,
     plot_alignment,
     plot_heatmap,
     plot_layer_grid,
@@ -20,22 +19,6 @@ from vaswani_inspect import (
     write_report,
 )
 from vaswani_inspect.cli import add_parser, build_parser, main
-from vaswani_inspect.testing import tiny_model, tiny_tokenizer
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return tiny_tokenizer()
-
-
-@pytest.fixture(scope="module")
-def model(tokenizer):
-    return tiny_model(len(tokenizer))
-
-
-@pytest.fixture(scope="module")
-def record(model, tokenizer):
-    return extract(model, tokenizer, "el gato negro", "the black cat", direction="es-en")
 
 
 @pytest.fixture(scope="module")

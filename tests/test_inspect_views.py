@@ -9,21 +9,11 @@ import numpy as np
 import pytest
 
 from vaswani_inspect import AttentionRecord, extract, head_view_html, model_view_html, save_html
-from vaswani_inspect.testing import tiny_model, tiny_tokenizer
+from vaswani_inspect.testing import tiny_model
 
 CHROMIUM = Path("/usr/bin/chromium")
 PAYLOAD = "</script><script>window.__pwned=1</script>"
 ESCAPED_PAYLOAD = "\\u003c/script\\u003e\\u003cscript\\u003ewindow.__pwned=1\\u003c/script\\u003e"
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return tiny_tokenizer()
-
-
-@pytest.fixture(scope="module")
-def record(tokenizer):
-    return extract(tiny_model(len(tokenizer)), tokenizer, "el gato negro", "the black cat", direction="es-en")
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,6 @@ foreign and corrupt checkpoints, and fine-tuning through Seq2SeqTrainer."""
 import json
 import os
 import shutil
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -22,6 +19,7 @@ from transformers import (
 from hf_vaswani import VaswaniForConditionalGeneration
 
 from .conftest import tiny_config
+from .remote_code import run_without_our_packages
 
 
 def saved_model(tmp_path: Path, **overrides) -> tuple[VaswaniForConditionalGeneration, Path]:
@@ -68,16 +66,8 @@ def test_half_precision_checkpoint_loads(tmp_path, source_batch):
     assert out.shape[0] == 2
 
 
-REMOTE_CODE_SCRIPT = textwrap.dedent(
-    """
-    import importlib.abc, json, sys
-
-    class RefuseOurPackage(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path, target=None):
-            if name.split(".")[0] in ("hf_vaswani", "vaswani_inspect"):
-                raise ImportError("this process must not import " + name)
-
-    sys.meta_path.insert(0, RefuseOurPackage())
+#: Run by `run_without_our_packages` (json and sys are imported).
+REMOTE_CODE_SCRIPT = """
     import torch
     from transformers import AutoModelForSeq2SeqLM
 
@@ -87,20 +77,10 @@ REMOTE_CODE_SCRIPT = textwrap.dedent(
     assert not any(m.split(".")[0] == "hf_vaswani" for m in sys.modules)
     print(json.dumps({"class": type(model).__name__, "tokens": tokens.tolist()}))
     """
-)
 
 
 def run_without_our_package(model_id: str, input_ids: torch.Tensor, env: dict) -> dict:
-    result = subprocess.run(
-        [sys.executable, "-c", REMOTE_CODE_SCRIPT, model_id, json.dumps(input_ids.tolist())],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd="/",
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return run_without_our_packages(REMOTE_CODE_SCRIPT, model_id, json.dumps(input_ids.tolist()), env=env)
 
 
 def test_trust_remote_code_in_fresh_process_without_our_package(tmp_path, source_batch):
