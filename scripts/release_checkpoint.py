@@ -36,7 +36,10 @@ def run_facts(run: Path) -> dict:
     import yaml
 
     events = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines() if line.strip()]
-    steps = max(event["step"] for event in events if "step" in event)
+    # The shipped weights end at the last averaged checkpoint, not at the last logged step.
+    averaged = json.loads((run / "averaged" / "averaged_from.json").read_text())["checkpoints"]
+    steps = max(int(Path(path).name.rsplit("-", 1)[1]) for path in averaged)
+    events = [event for event in events if event.get("step", 0) <= steps]
     # Wall time of the updates: sum of the gaps between consecutive log events, leaving out restarts (> 10 min).
     times = [event["time"] for event in events if "time" in event]
     wall = sum(b - a for a, b in zip(times, times[1:]) if 0 < b - a < 600)
