@@ -220,7 +220,7 @@ def test_course_examples(client, trained: bool, text: str, direction: str):
         ("", "The text box is empty"),
         ("   \n\t ", "only blank space"),
         ("a" * (MAX_CHARS + 1), f"at most {MAX_CHARS} characters"),
-        ("gato " * 99, "tokens long, but the model reads at most"),
+        ("1 " * 140, "tokens long, but the model reads at most"),  # 280 characters, more than 128 tokens
         ("🙂🐈😀", "does not know any of these characters"),
     ],
     ids=["empty", "whitespace", "too-many-characters", "too-many-tokens", "emoji-only"],
