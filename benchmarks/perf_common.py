@@ -1,0 +1,361 @@
+"""Shared by the CPU performance benchmarks (bench_vs_marian, bench_scaling, bench_compile, run_all).
+
+Configurations, the same-weights Marian twin, batches, analytic FLOPs, interleaved timing, machine facts.
+
+Every benchmark compares `VaswaniForConditionalGeneration` with `transformers.MarianMTModel` built with the same
+dimensions and, where the two architectures allow it, the same weights:
+
+* ours is built with `sinusoidal_layout="concatenated"` (Marian's layout: all sines, then all cosines) and
+  `layer_norm_eps=1e-5` (Marian's LayerNorms), so that both compute the same function;
+* our fused self-attention `qkv_proj` is sliced into Marian's `q_proj`/`k_proj`/`v_proj`, our cross-attention
+  `kv_proj` into `k_proj`/`v_proj` (the inverse of `hf_vaswani.convert_marian`);
+* Marian always adds `final_logits_bias` (a zero buffer here); ours follows the paper and has no such bias
+  (`final_logits_bias=False`), so Marian does one extra (batch, length, vocab) addition;
+* the loss: ours is label-smoothed (eps_ls 0.1, sec. 5.4), Marian's is plain cross-entropy. Label smoothing
+  costs ours one extra reduction over the logits.
+
+The rest (post-LN, ReLU, x sqrt(d_model) embeddings, tied embeddings and output projection, dropout 0.1 on the
+embedding sums and every sub-layer output) is the same in both.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import gc
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import transformers
+from transformers import MarianConfig, MarianMTModel
+
+from hf_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+MARIAN_LAYER_NORM_EPS = 1e-5
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Configurations and models
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def vaswani_config(size: str, vocab_size: int = 8000, **overrides: Any) -> VaswaniConfig:
+    """`"base"`: `VaswaniConfig.base()` dims; `"small"`: d_model 256, 3+3 layers, 4 heads, ffn 1024.
+
+    Both in Marian's sinusoid layout and LayerNorm eps so that a Marian twin computes the same function.
+    `"tiny"` is for smoke tests only.
+    """
+    common: dict[str, Any] = dict(
+        vocab_size=vocab_size,
+        sinusoidal_layout="concatenated",
+        layer_norm_eps=MARIAN_LAYER_NORM_EPS,
+        max_position_embeddings=1024,
+    )
+    if size == "base":
+        return VaswaniConfig.base(**{**common, **overrides})
+    dims = {
+        "small": dict(d_model=256, layers=3, heads=4, ffn=1024),
+        "tiny": dict(d_model=64, layers=2, heads=2, ffn=128),
+    }[size]
+    return VaswaniConfig(
+        **{
+            **common,
+            "d_model": dims["d_model"],
+            "encoder_layers": dims["layers"],
+            "decoder_layers": dims["layers"],
+            "encoder_attention_heads": dims["heads"],
+            "decoder_attention_heads": dims["heads"],
+            "encoder_ffn_dim": dims["ffn"],
+            "decoder_ffn_dim": dims["ffn"],
+            **overrides,
+        }
+    )
+
+
+def marian_config_for(config: VaswaniConfig) -> MarianConfig:
+    """A `MarianConfig` with the same dimensions, activations, dropouts, special ids and positions."""
+    return MarianConfig(
+        vocab_size=config.vocab_size,
+        decoder_vocab_size=config.decoder_vocab_size,
+        d_model=config.d_model,
+        encoder_layers=config.encoder_layers,
+        decoder_layers=config.decoder_layers,
+        encoder_attention_heads=config.encoder_attention_heads,
+        decoder_attention_heads=config.decoder_attention_heads,
+        encoder_ffn_dim=config.encoder_ffn_dim,
+        decoder_ffn_dim=config.decoder_ffn_dim,
+        activation_function=config.activation_function,
+        dropout=config.dropout,
+        attention_dropout=config.attention_dropout,
+        activation_dropout=config.activation_dropout,
+        max_position_embeddings=config.max_position_embeddings,
+        scale_embedding=config.scale_embedding,
+        share_encoder_decoder_embeddings=config.share_embeddings,
+        tie_word_embeddings=config.tie_word_embeddings,
+        pad_token_id=config.pad_token_id,
+        bos_token_id=config.bos_token_id,
+        eos_token_id=config.eos_token_id,
+        decoder_start_token_id=config.decoder_start_token_id,
+        forced_eos_token_id=None,
+    )
+
+
+def vaswani_state_dict_to_marian(state_dict: dict[str, torch.Tensor], config: VaswaniConfig) -> dict[str, torch.Tensor]:
+    """Our weights under Marian's names: the inverse of `hf_vaswani.convert_marian.marian_state_dict_to_vaswani`.
+
+    The fused `qkv_proj` (rows: all queries, all keys, all values) is sliced into `q_proj`, `k_proj`, `v_proj`;
+    the cross-attention `kv_proj` into `k_proj`, `v_proj`. Position tables are not copied (Marian builds its
+    own sinusoids, which equal ours in the concatenated layout).
+    """
+    d = config.d_model
+    embed = state_dict["model.encoder.embed_tokens.weight"]
+    out: dict[str, torch.Tensor] = {
+        "model.shared.weight": embed,
+        "model.encoder.embed_tokens.weight": embed,
+        "model.decoder.embed_tokens.weight": state_dict.get("model.decoder.embed_tokens.weight", embed),
+        "lm_head.weight": state_dict.get("lm_head.weight", embed),
+    }
+
+    def split(prefix: str, target: str, parts: str) -> None:
+        for kind in ("weight", "bias"):
+            fused = state_dict[f"{prefix}.{kind}"]
+            for index, part in enumerate(parts):
+                out[f"{target}.{part}_proj.{kind}"] = fused[index * d : (index + 1) * d]
+
+    def copy(source: str, target: str) -> None:
+        for kind in ("weight", "bias"):
+            out[f"{target}.{kind}"] = state_dict[f"{source}.{kind}"]
+
+    for side, layers in (("encoder", config.encoder_layers), ("decoder", config.decoder_layers)):
+        for index in range(layers):
+            ours, theirs = f"model.{side}.layers.{index}", f"model.{side}.layers.{index}"
+            split(f"{ours}.self_attn.qkv_proj", f"{theirs}.self_attn", "qkv")
+            copy(f"{ours}.self_attn.out_proj", f"{theirs}.self_attn.out_proj")
+            copy(f"{ours}.self_attn_layer_norm", f"{theirs}.self_attn_layer_norm")
+            if side == "decoder":
+                copy(f"{ours}.cross_attn.q_proj", f"{theirs}.encoder_attn.q_proj")
+                split(f"{ours}.cross_attn.kv_proj", f"{theirs}.encoder_attn", "kv")
+                copy(f"{ours}.cross_attn.out_proj", f"{theirs}.encoder_attn.out_proj")
+                copy(f"{ours}.cross_attn_layer_norm", f"{theirs}.encoder_attn_layer_norm")
+            copy(f"{ours}.ffn.fc1", f"{theirs}.fc1")
+            copy(f"{ours}.ffn.fc2", f"{theirs}.fc2")
+            copy(f"{ours}.ffn_layer_norm", f"{theirs}.final_layer_norm")
+    return {name: tensor.detach().clone() for name, tensor in out.items()}
+
+
+def build_pair(
+    size: str, vocab_size: int = 8000, seed: int = 0, marian_attn: tuple[str, ...] = ("sdpa", "eager")
+) -> tuple[VaswaniForConditionalGeneration, dict[str, MarianMTModel]]:
+    """Ours (default attention implementation) and one Marian twin per attention implementation, same weights."""
+    torch.manual_seed(seed)
+    config = vaswani_config(size, vocab_size)
+    ours = VaswaniForConditionalGeneration(config)
+    marian_state = vaswani_state_dict_to_marian(ours.state_dict(), config)
+    twins = {}
+    for implementation in marian_attn:
+        marian = MarianMTModel(marian_config_for(config))
+        missing, unexpected = marian.load_state_dict(marian_state, strict=False)
+        missing = [name for name in missing if not name.endswith(("embed_positions.weight", "final_logits_bias"))]
+        if missing or unexpected:
+            raise RuntimeError(f"weight copy to Marian failed: missing {missing}, unexpected {unexpected}")
+        marian.set_attn_implementation(implementation)
+        twins[implementation] = marian
+    return ours, twins
+
+
+def check_same_function(ours: VaswaniForConditionalGeneration, marian: MarianMTModel, vocab_size: int) -> float:
+    """Largest absolute logit difference between the two on a padded batch in eval mode (float32)."""
+    batch = make_batch(4, 12, 10, vocab_size, seed=123)
+    ours.eval(), marian.eval()
+    with torch.no_grad():
+        a = ours(**batch).logits
+        b = marian(**batch).logits
+    ours.train(), marian.train()
+    return float((a - b).abs().max())
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Batches and FLOPs
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def make_batch(
+    batch: int, source_length: int, target_length: int, vocab_size: int, seed: int = 0, padded: bool = True
+) -> dict[str, torch.Tensor]:
+    """A translation batch of random ids (>= 4, so no special token inside), right-padded like a collator's.
+
+    With `padded`, the source and target lengths of each row are drawn in [length // 2, length] and the rest is
+    padding (id 0, mask 0, label -100); the row of maximal length guarantees the padded shape.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    input_ids = torch.randint(4, vocab_size, (batch, source_length), generator=generator)
+    labels = torch.randint(4, vocab_size, (batch, target_length), generator=generator)
+    attention_mask = torch.ones_like(input_ids)
+    if padded and batch > 1:
+        source_lengths = torch.randint(source_length // 2, source_length + 1, (batch,), generator=generator)
+        target_lengths = torch.randint(target_length // 2, target_length + 1, (batch,), generator=generator)
+        source_lengths[0], target_lengths[0] = source_length, target_length
+        positions_s = torch.arange(source_length)[None]
+        positions_t = torch.arange(target_length)[None]
+        attention_mask = (positions_s < source_lengths[:, None]).long()
+        input_ids = input_ids.masked_fill(attention_mask == 0, 0)
+        labels = labels.masked_fill(positions_t >= target_lengths[:, None], -100)
+    return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+
+
+@dataclass
+class FlopCount:
+    """Analytic FLOPs of one forward and one training step of the encoder-decoder on a (B, S) -> (B, T) batch."""
+
+    forward: float
+    training: float
+    weight_flops: float
+    attention_flops: float
+
+
+def transformer_flops(config: VaswaniConfig, batch: int, source_length: int, target_length: int) -> FlopCount:
+    r"""Count FLOPs analytically (1 multiply-add = 2 FLOPs) over the padded positions, which are all computed.
+
+    Per source token and encoder layer: the projections q, k, v, out (4 d^2 weights) and the FFN (2 d d_ff), plus
+    the attention scores and weighted sum, 2 S d multiply-adds. Per target token and decoder layer:
+    self-attention projections 4 d^2, cross-attention q and out 2 d^2, FFN 2 d d_ff, self-attention 2 T d and
+    cross-attention 2 S d multiply-adds; plus the cross-attention keys and values, 2 d^2 per *source* token and
+    decoder layer. Per target token, the output projection d V.
+
+        forward  = 2 x (weights touched per token, summed over tokens) + 2 x (attention multiply-adds)
+        training = 3 x forward      (the backward computes gradients w.r.t. inputs and weights: 2 x forward)
+
+    This is the usual "6 x parameters x tokens" rule with the attention terms written out. The causal
+    self-attention is counted in full (eager attention computes the masked half too). Embedding lookups,
+    LayerNorm, softmax, dropout, the loss and the optimizer are not counted: they are memory-bound, not FLOPs.
+    """
+    d, v = config.d_model, config.decoder_vocab_size
+    s_tokens, t_tokens = batch * source_length, batch * target_length
+    encoder_weights = config.encoder_layers * (4 * d * d + 2 * d * config.encoder_ffn_dim)
+    decoder_weights = config.decoder_layers * (6 * d * d + 2 * d * config.decoder_ffn_dim) + d * v
+    cross_kv_weights = config.decoder_layers * 2 * d * d
+    weight_macs = (encoder_weights + cross_kv_weights) * s_tokens + decoder_weights * t_tokens
+    attention_macs = (
+        config.encoder_layers * s_tokens * 2 * source_length * d
+        + config.decoder_layers * t_tokens * 2 * (target_length + source_length) * d
+    )
+    forward = 2.0 * (weight_macs + attention_macs)
+    return FlopCount(
+        forward=forward, training=3.0 * forward, weight_flops=2.0 * weight_macs, attention_flops=2.0 * attention_macs
+    )
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Timing
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def loadavg() -> list[float]:
+    """The 1, 5 and 15 minute load averages (`os.getloadavg`), rounded."""
+    return [round(value, 2) for value in os.getloadavg()]
+
+
+@dataclass
+class Timings:
+    """Seconds per call of each contender, one entry per round: wall clock and process CPU time."""
+
+    wall: dict[str, list[float]]
+    cpu: dict[str, list[float]]
+
+
+def interleaved_times(
+    functions: dict[str, Callable[[], Any]], repeats: int, warmup: int = 1, min_time: float = 0.0
+) -> Timings:
+    """Run every function `warmup` times, then `repeats` rounds of one call each, in turn (a, b, c, a, b, c...).
+
+    Interleaving makes a background load that comes and goes hit every contender alike: compare medians, or
+    better the per-round ratios (`paired_ratio`). With `min_time`, one timing is the mean over as many calls as
+    fit in that time (decided from the warm-up), for very short functions. Process CPU time is recorded too: with
+    one thread it is barely affected by other processes (with several, it includes OpenMP's spinning threads).
+    """
+    calls: dict[str, int] = {}
+    for name, function in functions.items():
+        start = time.perf_counter()
+        for _ in range(max(warmup, 1)):
+            function()
+        elapsed = (time.perf_counter() - start) / max(warmup, 1)
+        calls[name] = max(1, int(min_time / elapsed)) if min_time and elapsed > 0 else 1
+    wall: dict[str, list[float]] = {name: [] for name in functions}
+    cpu: dict[str, list[float]] = {name: [] for name in functions}
+    for _ in range(repeats):
+        for name, function in functions.items():
+            gc.collect()
+            start, start_cpu = time.perf_counter(), time.process_time()
+            for _ in range(calls[name]):
+                function()
+            wall[name].append((time.perf_counter() - start) / calls[name])
+            cpu[name].append((time.process_time() - start_cpu) / calls[name])
+    return Timings(wall=wall, cpu=cpu)
+
+
+def summary(times: list[float]) -> dict[str, float]:
+    """Median, min and max of a list of seconds."""
+    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "n": len(times)}
+
+
+def paired_ratio(numerator: list[float], denominator: list[float]) -> float:
+    """Median over rounds of numerator[i] / denominator[i]: robust to load that changes between rounds."""
+    return statistics.median(a / b for a, b in zip(numerator, denominator, strict=True))
+
+
+def matmul_rate(m: int, k: int, n: int, dtype: torch.dtype, repeats: int = 5) -> float:
+    """Best FLOP/s of an (m, k) x (k, n) matmul in `dtype` (2 m k n FLOPs), as plain `torch.mm`."""
+    generator = torch.Generator().manual_seed(0)
+    a = torch.randn(m, k, generator=generator).to(dtype)
+    b = torch.randn(k, n, generator=generator).to(dtype)
+    flops = 2.0 * m * k * n
+    times = interleaved_times({"mm": lambda: torch.mm(a, b)}, repeats=repeats, warmup=2, min_time=0.2).wall["mm"]
+    return flops / min(times)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Machine and results
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def machine_info() -> dict[str, Any]:
+    """CPU model, core count, threads torch uses, library versions, date and the load average."""
+    cpu_model = platform.processor() or "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+        flags = next(
+            (line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")), ""
+        ).split()
+    except OSError:
+        flags = []
+    isa = [flag for flag in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if flag in flags]
+    return {
+        "cpu": cpu_model,
+        "isa": isa,
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "loadavg": loadavg(),
+    }
+
+
+def write_json(name: str, payload: dict[str, Any]) -> Path:
+    """Write `benchmarks/results/<name>.json` (indented) and return its path."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+    return path
