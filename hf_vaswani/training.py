@@ -480,7 +480,9 @@ def build_training_arguments(config: Mapping[str, Any], d_model: int) -> Seq2Seq
         max_steps=int(training["max_steps"]),
         learning_rate=peak_learning_rate(config, d_model),
         warmup_steps=int(training["warmup_steps"]),
-        optim="adamw_torch",
+        # Adam of sec. 5.3 (AdamW with weight_decay=0 is Adam); the fused kernel runs one optimizer step ~3.5x
+        # faster on CPU at base() size (benchmarks), with the same state dict as the unfused one.
+        optim="adamw_torch_fused",
         adam_beta1=float(training["adam_beta1"]),
         adam_beta2=float(training["adam_beta2"]),
         adam_epsilon=float(training["adam_epsilon"]),
