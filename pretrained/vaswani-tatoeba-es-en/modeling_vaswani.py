@@ -120,7 +120,8 @@ def eager_attention_forward(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Scaled dot-product attention, sec. 3.2.1: softmax(Q K^T / sqrt(d_k)) V, returning the weights too.
 
-    Accepts the masks `transformers` builds for any implementation (additive float, boolean "may attend", or
+    Returns the output and the attention probabilities (float32, before attention dropout). Accepts the masks
+    `transformers` builds for any implementation (additive float, boolean "may attend", or
     `None` with a causal module), so that attention weights can be computed on demand while the model runs `sdpa`.
     """
     scores = torch.matmul(query, key.transpose(2, 3)) * scaling
@@ -132,10 +133,12 @@ def eager_attention_forward(
             scores = scores.masked_fill(~attention_mask, torch.finfo(scores.dtype).min)
         else:
             scores = scores + attention_mask
-    weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
-    weights = F.dropout(weights, p=dropout, training=module.training)
+    probabilities = F.softmax(scores, dim=-1, dtype=torch.float32)
+    weights = F.dropout(probabilities.to(query.dtype), p=dropout, training=module.training)
     output = torch.matmul(weights, value).transpose(1, 2).contiguous()
-    return output, weights
+    # The weights handed out for inspection are the float32 probabilities (before dropout): in a bf16/fp16 model
+    # they still sum to 1 per row, and keeping them costs nothing (softmax's backward holds them anyway).
+    return output, probabilities
 
 
 def _causal_mask(query_length: int, key_length: int, device: torch.device) -> torch.Tensor:
