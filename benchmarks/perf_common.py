@@ -221,6 +221,26 @@ class FlopCount:
     attention_flops: float
 
 
+def training_step(
+    model: torch.nn.Module, batch: dict[str, torch.Tensor], bf16: bool, forward: Callable | None = None
+) -> Callable[[], None]:
+    """A closure running one training step (forward, backward, AdamW) of `model` on `batch`; `forward` replaces
+    `model` for the forward pass (e.g. its `torch.compile`d version), the optimizer still updates `model`."""
+    # fused=True: PyTorch's one-kernel-per-tensor AdamW, ~3.7x faster than the default foreach one on this CPU.
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
+    forward = forward or model
+    model.train()
+
+    def step() -> None:
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = forward(**batch).loss
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
 def transformer_flops(config: VaswaniConfig, batch: int, source_length: int, target_length: int) -> FlopCount:
     r"""Count FLOPs analytically (1 multiply-add = 2 FLOPs) over the padded positions, which are all computed.
 
