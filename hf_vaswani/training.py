@@ -27,7 +27,8 @@ Layout of the output directory::
 
     config.yaml          the resolved configuration of the run
     tokenizer/           the tokenizer, trained once on the training split and reused when resuming
-    splits/              validation.tsv and test.tsv (English<TAB>Spanish), for `hf-vaswani evaluate`
+    splits/              validation.tsv and test.tsv (English<TAB>Spanish), for `hf-vaswani evaluate`;
+                         noun_phrases.tsv, the mined phrase pairs added to training (``data.noun_phrases``)
     log.jsonl            one JSON object per Trainer log event (loss, lr, eval BLEU/chrF, tokens/s)
     checkpoint-N/        Trainer checkpoints (model, tokenizer, optimizer, scheduler, RNG states,
                          training_args.json), renamed into place from tmp-checkpoint-N/ once complete
@@ -109,6 +110,8 @@ DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
         "max_length": 64,  # tokens per side, </s> and the language token included
         "max_length_ratio": None,  # drop training pairs whose longer side has more than this x the characters
         "eval_samples": 400,  # validation rows (both directions mixed) decoded at each evaluation
+        "noun_phrases": False,  # add noun-phrase pairs mined from the training split (hf_vaswani.phrases)
+        "max_noun_phrases": None,  # keep at most this many mined phrase pairs (the most frequent)
     },
     "tokenizer": {
         "path": None,  # an existing tokenizer folder; None trains one on the training split
@@ -367,6 +370,8 @@ def validate_config(config: dict[str, Any]) -> dict[str, Any]:
     check(data, "data", "max_length", _int_value, 2)
     check(data, "data", "max_length_ratio", _float_value, 1.0, None, True)
     check(data, "data", "eval_samples", _int_value, 0, True)
+    check(data, "data", "noun_phrases", _bool_value)
+    check(data, "data", "max_noun_phrases", _int_value, 1, True)
     check(tokenizer, "tokenizer", "path", _path_value)
     check(tokenizer, "tokenizer", "vocab_size", _int_value, 1)
     check(tokenizer, "tokenizer", "model_type", _choice_value, ("unigram", "bpe"))
@@ -1100,6 +1105,7 @@ def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, An
         tokenize_pairs,
         write_pairs_tsv,
     )
+    from .phrases import mine_noun_phrase_pairs
     from .tokenization import direction_to_languages
 
     config = validate_config(copy.deepcopy(dict(config)))
@@ -1140,6 +1146,11 @@ def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, An
         splits["train"] = filter_pairs(
             splits["train"], max_tokens=max_length, tokenizer=tokenizer, max_length_ratio=data["max_length_ratio"]
         )
+        if data["noun_phrases"]:
+            phrases = mine_noun_phrase_pairs(splits["train"], max_pairs=data["max_noun_phrases"])
+            if is_main:
+                write_pairs_tsv(phrases, output_dir / "splits" / "noun_phrases.tsv")
+            splits["train"] = [*splits["train"], *phrases]
         if is_main:
             for name in ("validation", "test"):
                 write_pairs_tsv(splits[name], output_dir / "splits" / f"{name}.tsv")

@@ -25,7 +25,7 @@ from hf_vaswani.training import (
 REPO = Path(__file__).resolve().parent.parent
 
 TINY_CONFIG = {
-    "data": {"validation_size": 12, "test_size": 12, "max_length": 24, "eval_samples": 8},
+    "data": {"validation_size": 12, "test_size": 12, "max_length": 24, "eval_samples": 8, "noun_phrases": True},
     "tokenizer": {"vocab_size": 260},
     "model": {
         "d_model": 32,
@@ -131,6 +131,9 @@ def test_shipped_config_loads_and_overrides(tmp_path):
     assert config["model"]["d_model"] == 256 and config["model"]["label_smoothing"] == 0.1
     assert config["training"]["adam_beta2"] == 0.98 and config["training"]["adam_epsilon"] == 1e-9
     assert set(config) == set(DEFAULT_CONFIG)
+    assert config["data"]["noun_phrases"] is True and config["data"]["max_noun_phrases"] is None
+    with pytest.raises(ValueError, match="data.noun_phrases must be true or false"):
+        load_config(None, ["data.noun_phrases=sometimes"])
     with pytest.raises(ValueError, match="Unknown key"):
         load_config(None, ["training.max_stepz=3"])
     with pytest.raises(ValueError, match="section.key"):
@@ -158,6 +161,9 @@ def test_train_reduces_loss_and_writes_checkpoints(tiny_run):
         assert (out / "checkpoint-12" / name).is_file()
         assert (out / "final" / name).is_file()
     assert (out / "splits" / "test.tsv").is_file() and (out / "tokenizer" / "tokenizer.json").is_file()
+    # data.noun_phrases: phrase pairs mined from the training sentences, written next to the splits.
+    phrases = (out / "splits" / "noun_phrases.tsv").read_text(encoding="utf-8").splitlines()
+    assert "the cat\tel gato" in phrases and "my friend\tmi amigo" in phrases
     generation = json.loads((out / "final" / "generation_config.json").read_text())
     assert generation["num_beams"] == 4 and generation["length_penalty"] == 0.6
 

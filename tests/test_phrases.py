@@ -1,0 +1,61 @@
+"""Noun-phrase pairs mined from training sentences (hf_vaswani.phrases)."""
+
+import itertools
+import re
+
+from hf_vaswani.data import SentencePair
+from hf_vaswani.phrases import build_lexicon, mine_noun_phrase_pairs
+
+NOUNS = [("cat", "gato"), ("dog", "perro"), ("horse", "caballo"), ("bird", "pájaro")]
+COLOURS = [("black", "negro"), ("white", "blanco"), ("brown", "marrón"), ("grey", "gris")]
+VERBS = [("sleeps", "duerme"), ("runs", "corre"), ("eats", "come")]
+
+
+def _corpus() -> list[SentencePair]:
+    pairs = []
+    for (noun_en, noun_es), (colour_en, colour_es), (verb_en, verb_es) in itertools.product(NOUNS, COLOURS, VERBS):
+        pairs.append(SentencePair(f"The {colour_en} {noun_en} {verb_en}.", f"El {noun_es} {colour_es} {verb_es}."))
+        pairs.append(SentencePair(f"Tom has a {colour_en} {noun_en}.", f"Tom tiene un {noun_es} {colour_es}."))
+    for (noun_en, noun_es), (verb_en, verb_es) in itertools.product(NOUNS, VERBS):
+        pairs.append(SentencePair(f"My {noun_en} {verb_en} a lot.", f"Mi {noun_es} {verb_es} mucho."))
+    for noun_en, noun_es in NOUNS:
+        pairs.append(SentencePair(f"I love my {noun_en}.", f"Quiero a mi {noun_es}."))
+    return pairs
+
+
+def test_lexicon_pairs_words_that_translate_and_nothing_else():
+    lexicon = build_lexicon(_corpus())
+    for english, spanish in NOUNS + COLOURS + VERBS:
+        assert (spanish, english) in lexicon
+    assert ("gato", "black") not in lexicon and ("negro", "cat") not in lexicon
+    assert not any(s in {"el", "un", "mi"} or e in {"the", "a", "my"} for s, e in lexicon)
+
+
+def test_mines_reordered_noun_phrases_and_bare_nouns_but_not_subject_verb_spans():
+    mined = mine_noun_phrase_pairs(_corpus())
+    assert SentencePair("the black cat", "el gato negro") in mined
+    assert SentencePair("a white horse", "un caballo blanco") in mined
+    assert SentencePair("my dog", "mi perro") in mined
+    assert not any(verb_es in pair.es.split() for pair in mined for _, verb_es in VERBS)
+    for pair in mined:
+        for text in pair:
+            assert text == text.strip() and text[0].islower() and not re.search(r"[.,!?¿¡]", text)
+
+
+def test_every_phrase_is_in_one_input_pair_and_max_pairs_keeps_the_most_frequent():
+    corpus = _corpus()
+    mined = mine_noun_phrase_pairs(corpus)
+    for phrase in mined:
+        assert any(phrase.en.lower() in pair.en.lower() and phrase.es.lower() in pair.es.lower() for pair in corpus), (
+            phrase
+        )
+    assert len(set(p.es for p in mined)) == len(mined)  # one English translation per Spanish phrase
+    top = mine_noun_phrase_pairs(corpus, max_pairs=4)
+    assert len(top) == 4 and set(top) <= set(mined)
+    # "mi gato" (in 4 sentences) beats "el gato negro" (3) and "un gato negro" (1).
+    assert {SentencePair(f"my {en}", f"mi {es}") for en, es in NOUNS} == set(top)
+
+
+def test_no_pairs_no_phrases():
+    assert mine_noun_phrase_pairs([]) == []
+    assert mine_noun_phrase_pairs([SentencePair("Hello.", "Hola.")]) == []
