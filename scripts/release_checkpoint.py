@@ -44,7 +44,9 @@ def run_facts(run: Path) -> dict:
     times = [event["time"] for event in events if "time" in event]
     wall = sum(b - a for a, b in zip(times, times[1:]) if 0 < b - a < 600)
     config = yaml.safe_load((run / "config.yaml").read_text())
-    return {"steps": steps, "wall_seconds": wall, "config": config}
+    phrases = run / "splits" / "noun_phrases.tsv"
+    n_phrases = len(phrases.read_text(encoding="utf-8").splitlines()) if phrases.is_file() else 0
+    return {"steps": steps, "wall_seconds": wall, "config": config, "noun_phrases": n_phrases}
 
 
 def main() -> None:
@@ -56,6 +58,12 @@ def main() -> None:
     parser.add_argument("--num-beams", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--limit", type=int, default=None, help="score only the first N test pairs (quick checks)")
+    parser.add_argument(
+        "--phrases-from-step",
+        type=int,
+        default=0,
+        help="the update from which the run trained with data.noun_phrases (when it was resumed with them)",
+    )
     args = parser.parse_args()
 
     averaged = args.run / "averaged"
@@ -112,6 +120,14 @@ def main() -> None:
                 "deduplicated and split by a hash of the sentences into train / "
                 f"{config['data']['validation_size']} validation / {config['data']['test_size']} test pairs; "
                 "both directions from the same pairs"
+                + (
+                    f"; plus {facts['noun_phrases']:,} noun-phrase pairs mined from the training split "
+                    "(`data.noun_phrases`, e.g. 'un gato negro' / 'a black cat'"
+                    + (f", added from update {args.phrases_from_step:,} on" if args.phrases_from_step else "")
+                    + ")"
+                    if config["data"].get("noun_phrases")
+                    else ""
+                )
             ),
             "warmup": training["warmup_steps"],
             "steps": facts["steps"],

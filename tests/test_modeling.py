@@ -274,6 +274,51 @@ def test_generate_same_tokens_with_and_without_cache(tiny_model, source_batch, g
     torch.testing.assert_close(cached, uncached)
 
 
+def test_beam_search_skips_only_a_no_op_cross_attention_reorder(tiny_model, source_batch, monkeypatch):
+    """`_reorder_cache` leaves the encoder-decoder K/V alone; reordering it too changes nothing."""
+    input_ids, attention_mask = source_batch
+    inputs = dict(
+        input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=8, num_beams=3, num_return_sequences=3
+    )
+    reorders = []
+
+    def full_reorder(cache, beam_idx):
+        reorders.append(beam_idx.clone())
+        cache.reorder_cache(beam_idx)
+        return cache
+
+    ours = tiny_model.generate(**inputs, output_scores=True, return_dict_in_generate=True)
+    monkeypatch.setattr(tiny_model, "_reorder_cache", full_reorder)
+    full = tiny_model.generate(**inputs, output_scores=True, return_dict_in_generate=True)
+    # The beams did move between sentences' own slots, so the test covers real reorders.
+    assert any(not torch.equal(idx, torch.arange(len(idx))) for idx in reorders)
+    assert all(torch.equal(idx // 3, torch.arange(len(idx)) // 3) for idx in reorders)
+    torch.testing.assert_close(ours.sequences, full.sequences)
+    torch.testing.assert_close(ours.sequences_scores, full.sequences_scores)
+
+
+def test_linear_inference_path_is_nn_linear_with_a_fresh_transposed_copy():
+    from hf_vaswani.modeling_vaswani import VaswaniLinear
+
+    torch.manual_seed(0)
+    layer = VaswaniLinear(16, 24).eval()
+    x = torch.randn(3, 5, 16)
+    expected = nn.functional.linear(x, layer.weight, layer.bias)
+    with torch.no_grad():
+        torch.testing.assert_close(layer(x), expected, rtol=0, atol=1e-6)
+        copy = layer.__dict__["_column_major_weight"][1]
+        assert copy.shape == (24, 16) and copy.stride() == (1, 24) and torch.equal(copy, layer.weight)
+        layer.weight.mul_(2)  # an in-place update (optimizer step, load_state_dict) refreshes the copy
+        torch.testing.assert_close(layer(x), nn.functional.linear(x, layer.weight, layer.bias), rtol=0, atol=1e-6)
+    with torch.inference_mode():
+        torch.testing.assert_close(layer(x), nn.functional.linear(x, layer.weight, layer.bias), rtol=0, atol=1e-6)
+    assert set(layer.state_dict()) == {"weight", "bias"}
+    layer.train()
+    assert "_column_major_weight" not in layer.__dict__
+    layer(x).sum().backward()  # training: plain F.linear, gradients reach the weight
+    assert layer.weight.grad is not None and layer.weight.grad.shape == (24, 16)
+
+
 def test_sampling_is_reproducible_with_seed(tiny_model, source_batch):
     input_ids, attention_mask = source_batch
     inputs = dict(input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=8, do_sample=True, top_k=20)

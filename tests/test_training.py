@@ -25,7 +25,7 @@ from hf_vaswani.training import (
 REPO = Path(__file__).resolve().parent.parent
 
 TINY_CONFIG = {
-    "data": {"validation_size": 12, "test_size": 12, "max_length": 24, "eval_samples": 8, "noun_phrases": True},
+    "data": {"validation_size": 12, "test_size": 12, "max_length": 24, "eval_samples": 8},
     "tokenizer": {"vocab_size": 260},
     "model": {
         "d_model": 32,
@@ -161,11 +161,22 @@ def test_train_reduces_loss_and_writes_checkpoints(tiny_run):
         assert (out / "checkpoint-12" / name).is_file()
         assert (out / "final" / name).is_file()
     assert (out / "splits" / "test.tsv").is_file() and (out / "tokenizer" / "tokenizer.json").is_file()
-    # data.noun_phrases: phrase pairs mined from the training sentences, written next to the splits.
-    phrases = (out / "splits" / "noun_phrases.tsv").read_text(encoding="utf-8").splitlines()
-    assert "the cat\tel gato" in phrases and "my friend\tmi amigo" in phrases
+    assert not (out / "splits" / "noun_phrases.tsv").exists()  # data.noun_phrases is off by default
     generation = json.loads((out / "final" / "generation_config.json").read_text())
     assert generation["num_beams"] == 4 and generation["length_penalty"] == 0.6
+
+
+def test_noun_phrases_are_mined_from_the_training_split_and_added(tiny_run, capsys):
+    out = tiny_run["root"] / "phrases"
+    args = ["train", str(tiny_run["config"]), "--set", f"data.path={tiny_run['data']}"]
+    args += ["--set", f"training.output_dir={out}", "--set", "data.noun_phrases=true", "--set", "training.max_steps=2"]
+    args += ["--set", "training.eval_steps=0", "--set", "training.save_steps=2", "--set", "training.average_last=0"]
+    capsys.readouterr()
+    assert main(args) == 0
+    phrases = (out / "splits" / "noun_phrases.tsv").read_text(encoding="utf-8").splitlines()
+    assert "the cat\tel gato" in phrases and "my friend\tmi amigo" in phrases
+    # The training rows: the 156 sentence rows of the tiny corpus plus both directions of every phrase.
+    assert f"hf-vaswani train: {156 + 2 * len(phrases):,} training rows" in capsys.readouterr().err
 
 
 def test_second_invocation_resumes(tiny_run, capsys):
