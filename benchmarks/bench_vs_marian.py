@@ -30,6 +30,7 @@ baseline); the ratio against Marian's default (sdpa) is reported next to it.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 from collections.abc import Callable
@@ -42,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from perf_common import (  # noqa: E402
+    RESULTS_DIR,
     build_pair,
     check_same_function,
     interleaved_times,
@@ -242,6 +244,8 @@ def format_tables(payload: dict[str, Any]) -> str:
         " | load before → after |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
+    if payload.get("train_measured"):
+        lines[0] += f" — measured {payload['train_measured']}, in an earlier run than the tables below"
     for cell in payload.get("train", []):
         c = cell["contenders"]
         best = c[cell["best_marian"]]
@@ -302,6 +306,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--new-tokens", type=int, default=None, help="generated tokens (default 24, quick 12)")
     parser.add_argument("--skip-train", action="store_true")
     parser.add_argument("--skip-generate", action="store_true")
+    parser.add_argument(
+        "--keep-train",
+        action="store_true",
+        help="with --skip-train: keep the training rows (and their date) of the existing results JSON",
+    )
     parser.add_argument("--json", default="vs_marian", help="results name: benchmarks/results/<name>.json")
     args = parser.parse_args(argv)
     args.repeats = args.repeats or (2 if args.quick else 7)
@@ -328,6 +337,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for size in sizes:
             print(f"generate {size} ... (load {loadavg()})", flush=True)
             generate.append(generate_benchmark(args, size))
+    previous = RESULTS_DIR / f"{args.json}.json"
+    if args.keep_train and args.skip_train and previous.is_file():
+        kept = json.loads(previous.read_text())
+        train = kept.get("train", [])
+        payload["train_measured"] = kept.get("train_measured") or kept["machine"]["date"]
     payload.update(train=train, generate=generate, goals=goals(train, generate), loadavg_end=loadavg())
     path = write_json(args.json, payload)
     print(format_tables(payload))

@@ -84,6 +84,13 @@ def report(run: dict[str, Any]) -> str:
         f"| date | {machine['date']} |",
         f"| load average (1, 5, 15 min) at start → end | {run['loadavg_start']} → {run['loadavg_end']} |",
         f"| mode | {'quick (few rounds: development numbers)' if run.get('quick') else 'full'} |",
+    ]
+    if vs_marian and vs_marian.get("train_measured"):
+        lines.append(
+            f"| generate() vs Marian re-measured (`bench_vs_marian.py --skip-train --keep-train`) | "
+            f"{vs_marian['machine']['date']}, load {vs_marian['loadavg_end']} at the end |"
+        )
+    lines += [
         "",
     ]
     if loaded:

@@ -20,13 +20,14 @@ validation or test sentence leaks into training.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from .data import SentencePair
 
-__all__ = ["SPANISH_DETERMINERS", "build_lexicon", "mine_noun_phrase_pairs"]
+__all__ = ["SPANISH_DETERMINERS", "build_lexicon", "casual_copies", "mine_noun_phrase_pairs"]
 
 #: Spanish determiners and the English determiners that translate them.
 SPANISH_DETERMINERS: dict[str, frozenset[str]] = {
@@ -166,3 +167,30 @@ def mine_noun_phrase_pairs(
     if max_pairs is not None:
         kept = kept[:max_pairs]
     return sorted(kept, key=first_seen.__getitem__)
+
+
+_CASUAL_EDGES = re.compile(r"^[¿¡\s]+|[\s.!?…]+$")
+
+
+def _casual(text: str) -> str:
+    text = _CASUAL_EDGES.sub("", text)
+    return text[:1].lower() + text[1:]
+
+
+def casual_copies(pairs: Sequence[SentencePair], fraction: float, seed: int = 0) -> list[SentencePair]:
+    """Copies of a `fraction` of the pairs written as users often type: first letter lower-cased, no final
+    punctuation (nor opening ¿ ¡), on both sides ("Tengo hambre." / "I'm hungry." -> "tengo hambre" / "i'm
+    hungry"). With the noun phrases, which are lower-case and unpunctuated too, they keep the model from taking
+    every unpunctuated input for a phrase. The pairs are chosen by a hash of their text and `seed`, so every
+    process and every resumed run picks the same ones; pairs that would not change are skipped.
+    """
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"fraction must be in [0, 1], got {fraction!r}.")
+    copies = []
+    for pair in pairs:
+        digest = hashlib.blake2b(f"{seed}\t{pair.en}\t{pair.es}".encode(), digest_size=8).digest()
+        if int.from_bytes(digest, "big") / 2**64 < fraction:
+            casual = SentencePair(_casual(pair.en), _casual(pair.es))
+            if casual != pair and casual.en and casual.es:
+                copies.append(casual)
+    return copies

@@ -112,6 +112,7 @@ DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
         "eval_samples": 400,  # validation rows (both directions mixed) decoded at each evaluation
         "noun_phrases": False,  # add noun-phrase pairs mined from the training split (hf_vaswani.phrases)
         "max_noun_phrases": None,  # keep at most this many mined phrase pairs (the most frequent)
+        "casual_copies": 0.0,  # add this fraction of training pairs again, lower-case initial, unpunctuated
     },
     "tokenizer": {
         "path": None,  # an existing tokenizer folder; None trains one on the training split
@@ -372,6 +373,7 @@ def validate_config(config: dict[str, Any]) -> dict[str, Any]:
     check(data, "data", "eval_samples", _int_value, 0, True)
     check(data, "data", "noun_phrases", _bool_value)
     check(data, "data", "max_noun_phrases", _int_value, 1, True)
+    check(data, "data", "casual_copies", _float_value, 0.0, 1.0)
     check(tokenizer, "tokenizer", "path", _path_value)
     check(tokenizer, "tokenizer", "vocab_size", _int_value, 1)
     check(tokenizer, "tokenizer", "model_type", _choice_value, ("unigram", "bpe"))
@@ -1105,7 +1107,7 @@ def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, An
         tokenize_pairs,
         write_pairs_tsv,
     )
-    from .phrases import mine_noun_phrase_pairs
+    from .phrases import casual_copies, mine_noun_phrase_pairs
     from .tokenization import direction_to_languages
 
     config = validate_config(copy.deepcopy(dict(config)))
@@ -1151,6 +1153,9 @@ def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, An
             if is_main:
                 write_pairs_tsv(phrases, output_dir / "splits" / "noun_phrases.tsv")
             splits["train"] = [*splits["train"], *phrases]
+        if data["casual_copies"]:
+            casual = casual_copies(splits["train"], data["casual_copies"], seed=int(data["split_seed"]))
+            splits["train"] = [*splits["train"], *casual]
         if is_main:
             for name in ("validation", "test"):
                 write_pairs_tsv(splits[name], output_dir / "splits" / f"{name}.tsv")

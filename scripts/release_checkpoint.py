@@ -24,6 +24,8 @@ from hf_vaswani.training import find_checkpoints
 
 COURSE_EXAMPLES = [
     ("es-en", "el gato negro"),
+    ("es-en", "el gato negro duerme"),
+    ("es-en", "Tengo un gato negro."),
     ("en-es", "The cat ate the mouse."),
     ("es-en", "El gato se comió el ratón."),
     ("es-en", "El banco aprobó el crédito"),
@@ -59,10 +61,9 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--limit", type=int, default=None, help="score only the first N test pairs (quick checks)")
     parser.add_argument(
-        "--phrases-from-step",
-        type=int,
-        default=0,
-        help="the update from which the run trained with data.noun_phrases (when it was resumed with them)",
+        "--data-note",
+        default="",
+        help="appended to the model card's data line, e.g. when a resumed run switched data options mid-way",
     )
     args = parser.parse_args()
 
@@ -122,12 +123,17 @@ def main() -> None:
                 "both directions from the same pairs"
                 + (
                     f"; plus {facts['noun_phrases']:,} noun-phrase pairs mined from the training split "
-                    "(`data.noun_phrases`, e.g. 'un gato negro' / 'a black cat'"
-                    + (f", added from update {args.phrases_from_step:,} on" if args.phrases_from_step else "")
-                    + ")"
+                    "(`data.noun_phrases`, e.g. 'un gato negro' / 'a black cat')"
                     if config["data"].get("noun_phrases")
                     else ""
                 )
+                + (
+                    f"; plus {config['data']['casual_copies']:.0%} of the training pairs again, lower-case initial "
+                    "and unpunctuated (`data.casual_copies`)"
+                    if config["data"].get("casual_copies")
+                    else ""
+                )
+                + (f"; {args.data_note}" if args.data_note else "")
             ),
             "warmup": training["warmup_steps"],
             "steps": facts["steps"],

@@ -59,3 +59,18 @@ def test_every_phrase_is_in_one_input_pair_and_max_pairs_keeps_the_most_frequent
 def test_no_pairs_no_phrases():
     assert mine_noun_phrase_pairs([]) == []
     assert mine_noun_phrase_pairs([SentencePair("Hello.", "Hola.")]) == []
+
+
+def test_casual_copies_are_lowercase_unpunctuated_deterministic_and_about_the_fraction():
+    from hf_vaswani.phrases import casual_copies
+
+    pairs = [SentencePair(f"Is {i} a number?", f"¿Es {i} un número?") for i in range(2000)]
+    copies = casual_copies(pairs, 0.1, seed=0)
+    assert 150 < len(copies) < 250
+    assert copies == casual_copies(list(reversed(pairs)), 0.1, seed=0)[::-1]  # chosen by content, not position
+    assert copies != casual_copies(pairs, 0.1, seed=1)
+    first = copies[0]
+    number = first.en.split()[1]
+    assert first == SentencePair(f"is {number} a number", f"es {number} un número")
+    assert casual_copies(pairs, 0.0) == []
+    assert casual_copies([SentencePair("the black cat", "el gato negro")], 1.0) == []  # nothing to change

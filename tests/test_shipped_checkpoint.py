@@ -68,13 +68,12 @@ def test_course_sentences(shipped):
     assert "bank" in translate(shipped, ["El banco aprobó el crédito"], "en")[0]
 
 
-@pytest.mark.xfail(
-    reason="known limitation: trained on whole Tatoeba sentences, the model turns the bare noun phrase into a "
-    "sentence ('The cat is black.'); 'Tengo un gato negro.' does give 'I have a black cat.'",
-    strict=False,
-)
-def test_noun_phrase_course_example(shipped):
+def test_noun_phrases_stay_phrases(shipped):
+    # Mined noun phrases (data.noun_phrases) taught the model fragments; the casual copies keep an unpunctuated
+    # sentence whole instead of cutting it down to its noun phrase.
     assert translate(shipped, ["el gato negro"], "en")[0].lower().rstrip(".") == "the black cat"
+    assert translate(shipped, ["the black cat"], "es")[0].lower().rstrip(".") == "el gato negro"
+    assert "sleep" in translate(shipped, ["el gato negro duerme"], "en")[0]
 
 
 def test_loads_with_trust_remote_code_without_our_package(shipped, tmp_path):
