@@ -28,13 +28,19 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import bench_compile  # noqa: E402
+import bench_decoding  # noqa: E402
 import bench_scaling  # noqa: E402
 import bench_vs_marian  # noqa: E402
 import gpu  # noqa: E402
 from perf_common import RESULTS_DIR, loadavg, machine_info  # noqa: E402
 
 RESULTS_MD = HERE / "RESULTS.md"
-SUITES = {"vs_marian": "bench_vs_marian.py", "scaling": "bench_scaling.py", "compile": "bench_compile.py"}
+SUITES = {
+    "vs_marian": "bench_vs_marian.py",
+    "decoding": "bench_decoding.py",
+    "scaling": "bench_scaling.py",
+    "compile": "bench_compile.py",
+}
 
 
 def run_suites(args: argparse.Namespace) -> dict[str, float]:
@@ -117,6 +123,16 @@ def report(run: dict[str, Any]) -> str:
             "matmul rate measured in the same rounds.",
             "",
         ]
+    decoding = _load("decoding")
+    if decoding:
+        lines += [
+            "## What each decoding change buys (ours, ablation)",
+            "",
+            f"Measured {decoding['machine']['date']}.",
+            "",
+            bench_decoding.format_table(decoding),
+            "",
+        ]
     if scaling:
         lines += ["## Scaling with length (ours)", "", bench_scaling.format_tables(scaling), ""]
     if compiled:
@@ -138,7 +154,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds and lengths (development)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads for every suite")
-    parser.add_argument("--skip", default="", help="comma-separated suites to skip: vs_marian, scaling, compile")
+    parser.add_argument(
+        "--skip", default="", help="comma-separated suites to skip: vs_marian, decoding, scaling, compile"
+    )
     parser.add_argument("--report-only", action="store_true", help="only rebuild RESULTS.md from results/*.json")
     args = parser.parse_args(argv)
     args.skip = {name.strip() for name in args.skip.split(",") if name.strip()}
