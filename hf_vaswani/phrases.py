@@ -111,8 +111,8 @@ def build_lexicon(
     return {(s, e) for s, targets in spanish_top.items() for e in targets if s in english_top.get(e, ())}
 
 
-def _lowercase_first(words: Sequence[str]) -> str:
-    return " ".join([words[0].lower(), *words[1:]])
+def _lower_initial(text: str) -> str:
+    return text[:1].lower() + text[1:]
 
 
 def _phrases_of_pair(pair: SentencePair, lexicon: set[tuple[str, str]]) -> Iterable[SentencePair]:
@@ -136,11 +136,15 @@ def _phrases_of_pair(pair: SentencePair, lexicon: set[tuple[str, str]]) -> Itera
                     es3[0] in _PRENOMINAL_ADJECTIVES and translates(es3[0], en3[0]) and translates(es3[1], en3[1])
                 )
                 if reordered or monotone:
-                    yield SentencePair(_lowercase_first(english[j : j + 3]), _lowercase_first(spanish[i : i + 3]))
+                    yield SentencePair(
+                        _lower_initial(" ".join(english[j : j + 3])), _lower_initial(" ".join(spanish[i : i + 3]))
+                    )
                     continue
             # Two words: determiner + noun, never determiner + adjective ("la primera" of "la primera vez").
             if es3 and en3 and es3[0] not in _PRENOMINAL_ADJECTIVES and translates(es3[0], en3[0]):
-                yield SentencePair(_lowercase_first(english[j : j + 2]), _lowercase_first(spanish[i : i + 2]))
+                yield SentencePair(
+                    _lower_initial(" ".join(english[j : j + 2])), _lower_initial(" ".join(spanish[i : i + 2]))
+                )
 
 
 def mine_noun_phrase_pairs(
@@ -160,10 +164,10 @@ def mine_noun_phrase_pairs(
         for phrase in _phrases_of_pair(pair, lexicon):
             found[phrase] += 1
             first_seen.setdefault(phrase, len(first_seen))
-    best_by_spanish: dict[str, SentencePair] = {}
+    best_by_spanish: dict[str, SentencePair] = {}  # filled most frequent first, so its values stay in that order
     for phrase in sorted(found, key=lambda p: (-found[p], first_seen[p])):
         best_by_spanish.setdefault(phrase.es.lower(), phrase)
-    kept = sorted(best_by_spanish.values(), key=lambda p: (-found[p], first_seen[p]))
+    kept = list(best_by_spanish.values())
     if max_pairs is not None:
         kept = kept[:max_pairs]
     return sorted(kept, key=first_seen.__getitem__)
@@ -173,8 +177,7 @@ _CASUAL_EDGES = re.compile(r"^[¿¡\s]+|[\s.!?…]+$")
 
 
 def _casual(text: str) -> str:
-    text = _CASUAL_EDGES.sub("", text)
-    return text[:1].lower() + text[1:]
+    return _lower_initial(_CASUAL_EDGES.sub("", text))
 
 
 def casual_copies(pairs: Sequence[SentencePair], fraction: float, seed: int = 0) -> list[SentencePair]:

@@ -1148,14 +1148,14 @@ def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, An
         splits["train"] = filter_pairs(
             splits["train"], max_tokens=max_length, tokenizer=tokenizer, max_length_ratio=data["max_length_ratio"]
         )
+        sentences, extra = splits["train"], []
         if data["noun_phrases"]:
-            phrases = mine_noun_phrase_pairs(splits["train"], max_pairs=data["max_noun_phrases"])
+            extra += mine_noun_phrase_pairs(sentences, max_pairs=data["max_noun_phrases"])
             if is_main:
-                write_pairs_tsv(phrases, output_dir / "splits" / "noun_phrases.tsv")
-            splits["train"] = [*splits["train"], *phrases]
+                write_pairs_tsv(extra, output_dir / "splits" / "noun_phrases.tsv")
         if data["casual_copies"]:
-            casual = casual_copies(splits["train"], data["casual_copies"], seed=int(data["split_seed"]))
-            splits["train"] = [*splits["train"], *casual]
+            extra += casual_copies(sentences, data["casual_copies"], seed=int(data["split_seed"]))
+        splits["train"] = [*sentences, *extra]
         if is_main:
             for name in ("validation", "test"):
                 write_pairs_tsv(splits[name], output_dir / "splits" / f"{name}.tsv")
