@@ -5,7 +5,8 @@
 Contenders, interleaved in one process on the same model and inputs (32 sentences x 16 tokens, 24 new tokens):
 
 * ``ours``: the model as shipped;
-* ``plain_linear``: the projections run `nn.Linear.forward` (no column-major inference copy of the weight);
+* ``no_packing``: `VaswaniLinear` keeps only its column-major (W^T contiguous) copy, never MKL's packed format;
+* ``plain_linear``: the projections run `nn.Linear.forward` (no inference copy of the weight at all);
 * ``generic_masks_reorder``: the encoder padding mask from `create_bidirectional_mask` and the beam-search
   reorder of the whole cache (self- and encoder-decoder attention), as `transformers` does by default.
 
@@ -27,17 +28,19 @@ from transformers.masking_utils import create_bidirectional_mask
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from perf_common import build_pair, interleaved_times, loadavg, machine_info, make_batch, write_json  # noqa: E402
+from perf_common import ablation_cpu_times, build_pair, loadavg, machine_info, make_batch, write_json  # noqa: E402
 
+from hf_vaswani import modeling_vaswani  # noqa: E402
 from hf_vaswani.modeling_vaswani import (  # noqa: E402
     VaswaniDecoder,
     VaswaniForConditionalGeneration,
     VaswaniLinear,
 )
 
-CONTENDERS = ("ours", "plain_linear", "generic_masks_reorder")
+CONTENDERS = ("ours", "no_packing", "plain_linear", "generic_masks_reorder")
 _OURS = {
     "linear": VaswaniLinear.forward,
+    "packing": modeling_vaswani._MKL_PACKED_LINEAR,
     "mask": VaswaniDecoder._cross_attention_mask,
     "reorder": VaswaniForConditionalGeneration._reorder_cache,
 }
@@ -59,6 +62,7 @@ def _full_reorder(self: VaswaniForConditionalGeneration, cache: Any, beam_idx: t
 
 def _use(contender: str) -> None:
     VaswaniLinear.forward = nn.Linear.forward if contender == "plain_linear" else _OURS["linear"]
+    modeling_vaswani._MKL_PACKED_LINEAR = _OURS["packing"] and contender != "no_packing"
     generic = contender == "generic_masks_reorder"
     VaswaniDecoder._cross_attention_mask = _generic_mask if generic else _OURS["mask"]
     VaswaniForConditionalGeneration._reorder_cache = _full_reorder if generic else _OURS["reorder"]
@@ -71,22 +75,15 @@ def measure(size: str, beams: int, repeats: int, sentences: int, new_tokens: int
     inputs = {"input_ids": source["input_ids"], "attention_mask": source["attention_mask"]}
     tokens: dict[str, torch.Tensor] = {}
 
-    def run(contender: str):
-        def call() -> None:
-            _use(contender)
-            with torch.inference_mode():
-                tokens[contender] = model.generate(
-                    **inputs, num_beams=beams, do_sample=False, max_new_tokens=new_tokens, min_new_tokens=new_tokens
-                )
-
-        return call
+    def call(contender: str) -> None:
+        with torch.inference_mode():
+            tokens[contender] = model.generate(
+                **inputs, num_beams=beams, do_sample=False, max_new_tokens=new_tokens, min_new_tokens=new_tokens
+            )
 
     before = loadavg()
-    try:
-        timings = interleaved_times({name: run(name) for name in CONTENDERS}, repeats=repeats, warmup=1)
-    finally:
-        _use("ours")
-    cpu = {name: statistics.median(timings.cpu[name]) for name in CONTENDERS}
+    times = ablation_cpu_times(CONTENDERS, _use, call, repeats)
+    cpu = {name: statistics.median(times[name]) for name in CONTENDERS}
     return {
         "size": size,
         "beams": beams,
@@ -103,14 +100,15 @@ def format_table(payload: dict[str, Any]) -> str:
         f"generate() of {payload['settings']['sentences']} sentences x {payload['settings']['new_tokens']} new "
         "tokens, process CPU time (median of interleaved rounds); ratio = without the change / ours",
         "",
-        "| dims | beams | ours ms | without VaswaniLinear ms (ratio) | generic masks + full reorder ms (ratio) "
-        "| same tokens | load before → after |",
-        "| --- | ---: | ---: | ---: | ---: | --- | --- |",
+        "| dims | beams | ours ms | W^T copy only, no packed GEMM ms (ratio) | plain nn.Linear ms (ratio) "
+        "| generic masks + full reorder ms (ratio) | same tokens | load before → after |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",
     ]
     for row in payload["rows"]:
         cpu, ratio = row["cpu_seconds"], row["ratio_vs_ours"]
         lines.append(
             f"| {row['size']} | {row['beams']} | {cpu['ours'] * 1e3:.0f} | "
+            f"{cpu['no_packing'] * 1e3:.0f} ({ratio['no_packing']:.2f}) | "
             f"{cpu['plain_linear'] * 1e3:.0f} ({ratio['plain_linear']:.2f}) | "
             f"{cpu['generic_masks_reorder'] * 1e3:.0f} ({ratio['generic_masks_reorder']:.2f}) | "
             f"{'yes' if row['same_tokens'] else 'NO'} | "

@@ -321,6 +321,25 @@ def interleaved_times(
     return Timings(wall=wall, cpu=cpu)
 
 
+def ablation_cpu_times(
+    contenders: tuple[str, ...], use: Callable[[str], None], call: Callable[[str], None], repeats: int
+) -> dict[str, list[float]]:
+    """Process CPU seconds per round of `call(name)` for each contender, interleaved, after `use(name)` switched
+    the model to that variant; `use(contenders[0])` (the model as shipped) is restored at the end."""
+
+    def variant(name: str) -> Callable[[], None]:
+        def run() -> None:
+            use(name)
+            call(name)
+
+        return run
+
+    try:
+        return interleaved_times({name: variant(name) for name in contenders}, repeats=repeats, warmup=1).cpu
+    finally:
+        use(contenders[0])
+
+
 def summary(times: list[float]) -> dict[str, float]:
     """Median, min and max of a list of seconds."""
     return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "n": len(times)}

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
-from hf_vaswani import VaswaniConfig, VaswaniForConditionalGeneration, VaswaniModel
+from hf_vaswani import VaswaniConfig, VaswaniForConditionalGeneration, VaswaniModel, modeling_vaswani
 from hf_vaswani.modeling_vaswani import label_smoothed_cross_entropy
 
 from .conftest import tiny_config
@@ -274,6 +274,72 @@ def test_generate_same_tokens_with_and_without_cache(tiny_model, source_batch, g
     torch.testing.assert_close(cached, uncached)
 
 
+@pytest.mark.parametrize("generate_kwargs", [dict(num_beams=1), dict(num_beams=3, num_return_sequences=3)])
+def test_generate_grows_its_own_cache_in_place_with_the_same_result(tiny_model, source_batch, generate_kwargs):
+    """generate()'s self-attention cache is `VaswaniDecodingCacheLayer` (past its first capacity of 32 positions
+    here); a cache passed in is left as it is; both give the same tokens and scores."""
+    from transformers.cache_utils import DynamicCache, DynamicLayer, EncoderDecoderCache
+
+    from hf_vaswani.modeling_vaswani import VaswaniDecodingCacheLayer
+
+    input_ids, attention_mask = source_batch
+    inputs = dict(input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=40, min_new_tokens=40)
+    inputs.update(generate_kwargs, output_scores=True, return_dict_in_generate=True)
+    ours = tiny_model.generate(**inputs)
+    plain_cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+    plain = tiny_model.generate(**inputs, cache=plain_cache)
+    layers = ours.past_key_values.self_attention_cache.layers
+    assert len(layers) == tiny_model.config.decoder_layers
+    assert all(type(layer) is VaswaniDecodingCacheLayer for layer in layers)
+    assert layers[0].keys.shape[-2] == 40 and layers[0]._buffers["keys"].shape[-2] > 40  # grew past 32
+    assert all(type(layer) is DynamicLayer for layer in plain_cache.self_attention_cache.layers)
+    torch.testing.assert_close(ours.sequences, plain.sequences, rtol=0, atol=0)
+    torch.testing.assert_close(torch.stack(ours.scores), torch.stack(plain.scores))
+
+
+def test_decoding_cache_layer_matches_dynamic_layer_through_crop_select_and_reorder():
+    from transformers.cache_utils import DynamicLayer
+
+    from hf_vaswani.modeling_vaswani import VaswaniDecodingCacheLayer
+
+    generator = torch.Generator().manual_seed(0)
+    ours, reference = VaswaniDecodingCacheLayer(), DynamicLayer()
+
+    def step(length: int, batch: int = 4) -> None:
+        keys, values = (torch.randn(batch, 2, length, 8, generator=generator) for _ in range(2))
+        got, expected = ours.update(keys, values), reference.update(keys.clone(), values.clone())
+        for a, b in zip(got, expected, strict=True):
+            assert torch.equal(a, b)
+
+    with torch.inference_mode():
+        step(3)  # a prompt of 3 positions, then one per step
+        for _ in range(40):
+            step(1)
+        for layer in (ours, reference):  # beam search: duplicated and dropped rows
+            layer.reorder_cache(torch.tensor([1, 1, 3, 0]))
+        step(1)
+        for layer in (ours, reference):  # rolled back (assisted decoding), then written over
+            layer.crop(-5)
+        step(2)
+        for layer in (ours, reference):
+            layer.batch_select_indices(torch.tensor([0, 2]))
+        step(1, batch=2)
+        ours.reorder_cache(torch.tensor([1, 0]))
+        reference.reorder_cache(torch.tensor([1, 0]))
+        step(1, batch=2)
+    assert ours.get_seq_length() == reference.get_seq_length() == 3 + 40 + 1 - 5 + 2 + 1 + 1
+
+
+def test_decoding_cache_layer_concatenates_under_autograd():
+    from hf_vaswani.modeling_vaswani import VaswaniDecodingCacheLayer
+
+    layer = VaswaniDecodingCacheLayer()
+    keys = torch.randn(1, 2, 3, 4, requires_grad=True)
+    out_keys, _ = layer.update(keys, torch.randn(1, 2, 3, 4))
+    out_keys.sum().backward()  # no in-place write into a buffer autograd would need
+    assert torch.equal(keys.grad, torch.ones_like(keys))
+
+
 def test_beam_search_skips_only_a_no_op_cross_attention_reorder(tiny_model, source_batch, monkeypatch):
     """`_reorder_cache` leaves the encoder-decoder K/V alone; reordering it too changes nothing."""
     input_ids, attention_mask = source_batch
@@ -306,7 +372,7 @@ def test_linear_inference_path_is_nn_linear_with_a_fresh_transposed_copy():
     expected = nn.functional.linear(x, layer.weight, layer.bias)
     with torch.no_grad():
         torch.testing.assert_close(layer(x), expected, rtol=0, atol=1e-6)
-        copy = layer.__dict__["_column_major_weight"][1]
+        copy = layer.__dict__["_inference_weights"]["column_major"]
         assert copy.shape == (24, 16) and copy.stride() == (1, 24) and torch.equal(copy, layer.weight)
         layer.weight.mul_(2)  # an in-place update (optimizer step, load_state_dict) refreshes the copy
         torch.testing.assert_close(layer(x), nn.functional.linear(x, layer.weight, layer.bias), rtol=0, atol=1e-6)
@@ -314,9 +380,76 @@ def test_linear_inference_path_is_nn_linear_with_a_fresh_transposed_copy():
         torch.testing.assert_close(layer(x), nn.functional.linear(x, layer.weight, layer.bias), rtol=0, atol=1e-6)
     assert set(layer.state_dict()) == {"weight", "bias"}
     layer.train()
-    assert "_column_major_weight" not in layer.__dict__
+    assert "_inference_weights" not in layer.__dict__
     layer(x).sum().backward()  # training: plain F.linear, gradients reach the weight
     assert layer.weight.grad is not None and layer.weight.grad.shape == (24, 16)
+
+
+@pytest.mark.skipif(not modeling_vaswani._MKL_PACKED_LINEAR, reason="this torch build has no MKL packed GEMM")
+def test_linear_packs_the_weight_for_a_repeated_row_count_and_stays_exact():
+    from hf_vaswani.modeling_vaswani import VaswaniLinear
+
+    torch.manual_seed(0)
+    layer = VaswaniLinear(32, 48).eval()
+    step = torch.randn(4, 1, 32)  # a decoding step: 4 rows, again and again
+    encoder_rows = torch.randn(2, 7, 32)
+    with torch.inference_mode():
+        state = lambda: layer.__dict__["_inference_weights"]  # noqa: E731
+        layer(step)
+        assert state()["packed"] is None  # one call: W^T copy only
+        torch.testing.assert_close(layer(step), nn.functional.linear(step, layer.weight, layer.bias))
+        assert state()["packed_rows"] == 4 and state()["packed"] is not None  # the second call with 4 rows packs
+        torch.testing.assert_close(layer(step), nn.functional.linear(step, layer.weight, layer.bias))
+        # Another row count uses the W^T copy again, and the packed weight stays for the next step.
+        torch.testing.assert_close(layer(encoder_rows), nn.functional.linear(encoder_rows, layer.weight, layer.bias))
+        assert state()["packed_rows"] == 4
+        torch.testing.assert_close(layer(step), nn.functional.linear(step, layer.weight, layer.bias))
+    with torch.no_grad():
+        layer.weight.add_(1.0)  # a changed weight is packed anew, never served stale
+        for _ in range(3):
+            torch.testing.assert_close(layer(step), nn.functional.linear(step, layer.weight, layer.bias))
+        half = VaswaniLinear(32, 48).to(torch.bfloat16).eval()  # other dtypes: the W^T copy, never packed
+        for _ in range(3):
+            half(step.to(torch.bfloat16))
+        assert half.__dict__["_inference_weights"]["packed"] is None
+
+
+def test_dropout_keeps_the_expected_fraction_scales_it_and_replays_with_the_seed():
+    from hf_vaswani.modeling_vaswani import vaswani_dropout
+
+    x = torch.ones(400, 500)
+    torch.manual_seed(1)
+    y = vaswani_dropout(x, 0.1, training=True)
+    kept = y != 0
+    p_effective = round(0.1 * 32768) / 32768
+    assert abs(kept.float().mean().item() - (1 - p_effective)) < 0.003  # 200k draws: ~4 sigma
+    torch.testing.assert_close(y[kept], torch.full_like(y[kept], 1 / (1 - p_effective)))
+    assert abs(y.mean().item() - 1.0) < 0.004  # inverted dropout: the expectation is kept
+    torch.manual_seed(1)
+    assert torch.equal(vaswani_dropout(x, 0.1, training=True), y)  # same generator, same mask
+    assert not torch.equal(vaswani_dropout(x, 0.1, training=True), y)
+    # Neighbouring elements (two halves of one 32-bit draw) are independent: P(both dropped) ~ p^2.
+    both_dropped = (~kept[:, 0::2] & ~kept[:, 1::2]).float().mean().item()
+    assert abs(both_dropped - p_effective**2) < 0.003
+    assert vaswani_dropout(x, 0.1, training=False) is x and vaswani_dropout(x, 0.0, training=True) is x
+    odd = torch.ones(3, 5, 7, dtype=torch.bfloat16)  # odd element count, other dtype
+    out = vaswani_dropout(odd, 0.5, training=True)
+    assert out.dtype == torch.bfloat16 and set(out.unique().tolist()) <= {0.0, 2.0}
+    assert torch.equal(vaswani_dropout(x, 1.0, training=True), torch.zeros_like(x))  # F.dropout's edge case
+
+
+def test_dropout_gradient_is_the_mask_times_the_scale():
+    from hf_vaswani.modeling_vaswani import vaswani_dropout
+
+    x = torch.randn(64, 33, requires_grad=True)
+    torch.manual_seed(5)
+    y = vaswani_dropout(x, 0.3, training=True)
+    y.sum().backward()
+    scale = 32768 / (32768 - round(0.3 * 32768))
+    kept = y != 0  # (x has no exact zeros)
+    torch.testing.assert_close(x.grad, kept.float() * scale)
+    torch.testing.assert_close(y, x.detach() * kept * scale)
+    assert 0.6 < kept.float().mean().item() < 0.8
 
 
 def test_sampling_is_reproducible_with_seed(tiny_model, source_batch):

@@ -13,7 +13,7 @@ from torch import nn
 from torch.nn import functional as F
 from transformers import initialization as init
 from transformers.activations import ACT2FN
-from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
+from transformers.cache_utils import Cache, DynamicCache, DynamicLayer, EncoderDecoderCache
 from transformers.generation import GenerationMixin
 from transformers.masking_utils import create_bidirectional_mask, create_causal_mask
 from transformers.modeling_layers import GradientCheckpointingLayer
@@ -103,37 +103,89 @@ def build_positional_encoding(config: VaswaniConfig) -> nn.Module | None:
     return None
 
 
+def _mkl_packed_linear_available() -> bool:
+    try:
+        return torch.backends.mkl.is_available() and hasattr(torch.ops.mkl, "_mkl_reorder_linear_weight")
+    except (AttributeError, RuntimeError):
+        return False
+
+
+_MKL_PACKED_LINEAR = _mkl_packed_linear_available()
+
+
+def _tracing() -> bool:
+    return is_torchdynamo_compiling() or torch.jit.is_tracing()
+
+
 class VaswaniLinear(nn.Linear):
     """`nn.Linear` (the projections of sec. 3.2-3.4) with a faster inference path on the CPU.
 
     A decoding step multiplies only a few rows (batch x beams) by each weight, and for such small products the CPU
-    BLAS runs ~1.2-1.4x faster when W^T is contiguous (it skips re-packing W on every call); a whole `generate()`
-    gains 2-6% (`benchmarks/bench_decoding.py`). So in eval mode without autograd the layer keeps a transposed copy
-    of its weight, made again whenever the weight changes (in-place updates bump its version) and dropped by
-    `train()`. Training products have thousands of rows and gain nothing from it, and under `torch.compile` or on an
-    accelerator the plain `F.linear` is used. The state dict and saved files are those of `nn.Linear`; the cost is
-    one extra copy of the weights while the model runs inference on the CPU.
+    BLAS spends much of its time re-arranging W on every call. So in eval mode without autograd the layer keeps a
+    pre-arranged copy of its weight: W^T contiguous (any number of rows), and, once it sees the same number of
+    rows twice in a row in float32 (the steps of a `generate()` loop), MKL's packed GEMM format for that row count
+    (`torch.ops.mkl`, the kernel `torch.compile` uses for frozen CPU linears). A whole `generate()` gains 5-20%
+    (`benchmarks/bench_decoding.py`). The copy is made again whenever the weight changes (in-place updates bump its
+    version) and dropped by `train()`. Training products have thousands of rows and gain nothing from it, and under
+    `torch.compile` or on an accelerator the plain `F.linear` is used. The state dict and saved files are those of
+    `nn.Linear`; the cost is memory: while the model runs inference on the CPU, up to two more copies of a
+    projection's weight (W^T, and the packed one for the layers that decode in float32).
     """
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
-        if self.training or torch.is_grad_enabled() or self.weight.device.type != "cpu" or is_torchdynamo_compiling():
+        if self.training or torch.is_grad_enabled() or self.weight.device.type != "cpu" or _tracing():
             return F.linear(input, self.weight, self.bias)
-        return F.linear(input, self._inference_weight(), self.bias)
+        return self._inference_forward(input)
 
-    def _inference_weight(self) -> torch.Tensor:
+    def _inference_forward(self, input: torch.Tensor) -> torch.Tensor:
         weight = self.weight
         version = weight._version if not weight.is_inference() else 0  # inference tensors cannot change
         key = (weight.data_ptr(), version, weight.dtype, weight.shape)
-        cached = self.__dict__.get("_column_major_weight")
-        if cached is None or cached[0] != key:
+        cached = self.__dict__.get("_inference_weights")
+        if cached is None or cached["key"] != key:
+            cached = {"key": key, "rows": None, "packed_rows": None, "packed": None, "column_major": None}
+            self.__dict__["_inference_weights"] = cached
+        rows = input.numel() // input.shape[-1] if input.shape[-1] else 0
+        packable = _MKL_PACKED_LINEAR and weight.dtype == torch.float32 and input.dtype == torch.float32 and rows > 0
+        if packable and cached["packed_rows"] != rows and cached["rows"] == rows:
+            # The same row count twice in a row: a decoding loop. The W^T copy stays for other row counts, so that
+            # varying encoder shapes do not re-pack or re-transpose on every call.
+            cached["packed"] = torch.ops.mkl._mkl_reorder_linear_weight(weight.detach(), rows)
+            cached["packed_rows"] = rows
+        cached["rows"] = rows
+        if packable and cached["packed_rows"] == rows:
+            return torch.ops.mkl._mkl_linear(input, cached["packed"], weight, self.bias, rows)
+        if cached["column_major"] is None:
             # The same (out, in) matrix with W^T contiguous in memory; kept out of the state dict on purpose.
-            cached = (key, weight.detach().t().contiguous().t())
-            self.__dict__["_column_major_weight"] = cached
-        return cached[1]
+            cached["column_major"] = weight.detach().t().contiguous().t()
+        return F.linear(input, cached["column_major"], self.bias)
 
     def train(self, mode: bool = True) -> "VaswaniLinear":
-        self.__dict__.pop("_column_major_weight", None)
+        self.__dict__.pop("_inference_weights", None)
         return super().train(mode)
+
+
+def vaswani_dropout(hidden_states: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """Dropout as in sec. 5.4 (inverted: kept values are scaled by 1 / (1 - p)), with a faster mask on the CPU.
+
+    PyTorch's CPU dropout draws one 32-bit Mersenne-Twister number per element (~2.7 ms for 1024 x 512 on one
+    thread); this draws one per two elements, from the same generator (so `torch.manual_seed` and activation
+    checkpointing replay it), and keeps an element when 15 of its bits are >= round(p * 2^15): forward and backward
+    together run ~2x faster (`benchmarks/bench_dropout.py` gives the training-step figure). The drop probability is
+    thus rounded to a multiple of 2^-15 (0.1 -> 0.100006) and the scale uses that exact value. The mask autograd
+    saves is in the input's dtype, not booleans. On accelerators, under `torch.compile` (which generates its own
+    mask), or where p rounds to 0 or 1: `F.dropout`.
+    """
+    if not training or p == 0.0:
+        return hidden_states
+    threshold = round(p * 32768)
+    if hidden_states.device.type != "cpu" or not 0 < threshold < 32768 or is_torchdynamo_compiling():
+        return F.dropout(hidden_states, p=p, training=True)
+    count = hidden_states.numel()
+    pairs = torch.empty((count + 1) // 2, dtype=torch.int32).random_()  # 31 random bits each
+    bits = pairs.view(torch.int16)[:count].view(hidden_states.shape).bitwise_and_(0x7FFF)
+    keep = (bits >= threshold).to(hidden_states.dtype).mul_(32768 / (32768 - threshold))
+    return hidden_states * keep
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -285,6 +337,90 @@ class VaswaniAttention(nn.Module):
         return ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
 
 
+class VaswaniDecodingCacheLayer(DynamicLayer):
+    """The self-attention keys and values of one decoder layer during `generate()`, grown without re-copying.
+
+    `DynamicLayer` concatenates the whole cache with each step's new key/value (a copy of everything cached, every
+    step: ~5-10% of a CPU `generate()` at our sizes); this layer writes the step into a buffer with spare room
+    (doubled when full) and reorders beams into a second buffer (one copy instead of two). `keys` and `values` are
+    always views of the filled part of a buffer, so what `DynamicLayer` does with them (crop, batch selection,
+    offloading, ...) keeps working: an update that finds them no longer a view of its buffer starts a new one from
+    them. `VaswaniForConditionalGeneration` uses it for the caches `generate()` creates (not for one passed in), and
+    it falls back to concatenation where autograd or `torch.compile` sees the update.
+    """
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        super().lazy_initialization(key_states, value_states)
+        self._buffers: dict[str, torch.Tensor | None] = {"keys": None, "values": None}
+        self._spares: dict[str, torch.Tensor | None] = {"keys": None, "values": None}
+
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if _tracing() or (torch.is_grad_enabled() and (key_states.requires_grad or value_states.requires_grad)):
+            return super().update(key_states, value_states, *args, **kwargs)
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        self.keys = self._append("keys", key_states)
+        self.values = self._append("values", value_states)
+        return self.keys, self.values
+
+    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
+        if self.get_seq_length() == 0 or _tracing():
+            return super().reorder_cache(beam_idx)
+        self.keys = self._reorder("keys", beam_idx.to(self.keys.device))
+        self.values = self._reorder("values", beam_idx.to(self.values.device))
+
+    def _append(self, name: str, new: torch.Tensor) -> torch.Tensor:
+        current = getattr(self, name)
+        length = current.shape[-2] if current.dim() == new.dim() else 0  # starts as an empty 1-d tensor
+        total = length + new.shape[-2]
+        buffer = self._buffers[name]
+        if buffer is None or not self._is_filled_part(current, buffer, length) or not self._fits(buffer, new, total):
+            buffer = new.new_empty(*new.shape[:-2], _cache_capacity(total), new.shape[-1])
+            if length:
+                buffer[..., :length, :].copy_(current)
+            self._buffers[name], self._spares[name] = buffer, None
+        buffer[..., length:total, :].copy_(new)
+        return buffer[..., :total, :]
+
+    def _reorder(self, name: str, beam_idx: torch.Tensor) -> torch.Tensor:
+        current = getattr(self, name)
+        length, buffer, spare = current.shape[-2], self._buffers[name], self._spares[name]
+        if buffer is None or not self._is_filled_part(current, buffer, length):
+            buffer = current  # not ours any more: reorder into a fresh buffer below
+        if spare is None or spare.shape != buffer.shape or spare.dtype != buffer.dtype:
+            capacity = max(buffer.shape[-2], _cache_capacity(length))
+            spare = current.new_empty(*current.shape[:-2], capacity, current.shape[-1])
+        torch.index_select(current, 0, beam_idx, out=spare[..., :length, :])
+        self._buffers[name], self._spares[name] = spare, (buffer if buffer is not current else None)
+        return spare[..., :length, :]
+
+    @staticmethod
+    def _is_filled_part(current: torch.Tensor, buffer: torch.Tensor, length: int) -> bool:
+        if length == 0:
+            return True
+        return (
+            current.data_ptr() == buffer.data_ptr()
+            and current.stride() == buffer.stride()
+            and current.shape[:-2] == buffer.shape[:-2]
+        )
+
+    @staticmethod
+    def _fits(buffer: torch.Tensor, new: torch.Tensor, total: int) -> bool:
+        return (
+            buffer.shape[-2] >= total
+            and buffer.shape[:-2] == new.shape[:-2]
+            and buffer.shape[-1] == new.shape[-1]
+            and buffer.dtype == new.dtype
+            and buffer.device == new.device
+        )
+
+
+def _cache_capacity(length: int) -> int:
+    return max(32, 1 << (2 * length - 1).bit_length())
+
+
 # --------------------------------------------------------------------------------------------------------------
 # 3.3 Position-wise feed-forward networks and 3.1 the layers of both stacks
 # --------------------------------------------------------------------------------------------------------------
@@ -302,7 +438,7 @@ class VaswaniFeedForward(nn.Module):
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         hidden_states = self.activation(self.fc1(hidden_states))
-        hidden_states = F.dropout(hidden_states, p=self.activation_dropout, training=self.training)
+        hidden_states = vaswani_dropout(hidden_states, self.activation_dropout, self.training)
         return self.fc2(hidden_states)
 
 
@@ -320,8 +456,8 @@ class VaswaniResidualLayer(GradientCheckpointingLayer):
 
     def residual(self, hidden_states: torch.Tensor, norm: nn.LayerNorm, sublayer: Callable) -> torch.Tensor:
         if self.pre_norm:
-            return hidden_states + F.dropout(sublayer(norm(hidden_states)), p=self.dropout, training=self.training)
-        return norm(hidden_states + F.dropout(sublayer(hidden_states), p=self.dropout, training=self.training))
+            return hidden_states + vaswani_dropout(sublayer(norm(hidden_states)), self.dropout, self.training)
+        return norm(hidden_states + vaswani_dropout(sublayer(hidden_states), self.dropout, self.training))
 
 
 class VaswaniEncoderLayer(VaswaniResidualLayer):
@@ -498,7 +634,7 @@ class VaswaniStack(VaswaniPreTrainedModel):
                     torch.arange(past_length, past_length + length, device=hidden_states.device)
                 )
             hidden_states = hidden_states + table.to(hidden_states.dtype)
-        return F.dropout(hidden_states, p=self.dropout, training=self.training)
+        return vaswani_dropout(hidden_states, self.dropout, self.training)
 
     def finish(self, hidden_states: torch.Tensor) -> torch.Tensor:
         return hidden_states if self.layer_norm is None else self.layer_norm(hidden_states)
@@ -913,6 +1049,20 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         if attention_mask is not None:
             model_inputs["attention_mask"] = attention_mask
         return model_inputs
+
+    def _prepare_cache_for_generation(self, generation_config: Any, model_kwargs: dict, *args: Any, **kwargs: Any):
+        """`generate()`'s cache, with `VaswaniDecodingCacheLayer` for the self-attention of each decoder layer
+        (not for a cache passed in, nor an offloaded, static or quantized one)."""
+        super()._prepare_cache_for_generation(generation_config, model_kwargs, *args, **kwargs)
+        cache = model_kwargs.get("cache")
+        if not isinstance(cache, EncoderDecoderCache) or getattr(cache, "_is_user_defined", False):
+            return
+        self_attention = cache.self_attention_cache
+        if type(self_attention) is not DynamicCache or getattr(self_attention, "offloading", False):
+            return
+        for index, layer in enumerate(self_attention.layers):
+            if type(layer) is DynamicLayer and not layer.is_initialized:
+                self_attention.layers[index] = VaswaniDecodingCacheLayer()
 
     def _reorder_cache(self, cache: Cache, beam_idx: torch.LongTensor) -> Cache:
         """Beam search: keep the self-attention K/V of the beams that survive. The encoder-decoder attention K/V

@@ -1,0 +1,114 @@
+"""What the CPU dropout of `modeling_vaswani.py` buys in a whole training step: ablation, side by side.
+
+    python benchmarks/bench_dropout.py --threads 1
+
+Contenders, interleaved in one process on the same model and batch (64 sentences x (16 + 16) tokens, vocab 8k,
+the training step of `bench_vs_marian.py`: forward with labels, backward, fused AdamW):
+
+* ``ours``: `vaswani_dropout` (one 32-bit draw per two elements, sec. 5.4 dropout P_drop = 0.1);
+* ``torch_dropout``: the same model with every dropout call replaced by `torch.nn.functional.dropout`.
+
+Each ratio is contender time / ours (> 1: the change helps), from the process CPU time of each step (one thread).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.nn import functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from perf_common import (  # noqa: E402
+    ablation_cpu_times,
+    build_pair,
+    loadavg,
+    machine_info,
+    make_batch,
+    training_step,
+    write_json,
+)
+
+from hf_vaswani import modeling_vaswani  # noqa: E402
+
+CONTENDERS = ("ours", "torch_dropout")
+_OURS = modeling_vaswani.vaswani_dropout
+
+
+def _torch_dropout(hidden_states: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    return F.dropout(hidden_states, p=p, training=training)
+
+
+def _use(contender: str) -> None:
+    modeling_vaswani.vaswani_dropout = _torch_dropout if contender == "torch_dropout" else _OURS
+
+
+def measure(size: str, precision: str, repeats: int, batch_size: int) -> dict[str, Any]:
+    model, _ = build_pair(size, marian_attn=())
+    batch = make_batch(batch_size, 16, 16, model.config.vocab_size, seed=1)
+    step = training_step(model, batch, bf16=precision == "bf16")
+    before = loadavg()
+    times = ablation_cpu_times(CONTENDERS, _use, lambda contender: step(), repeats)
+    cpu = {name: statistics.median(times[name]) for name in CONTENDERS}
+    ratios = [a / b for a, b in zip(times["torch_dropout"], times["ours"], strict=True)]
+    return {
+        "size": size,
+        "precision": precision,
+        "cpu_seconds": cpu,
+        "ratio_torch_dropout_vs_ours": statistics.median(ratios),
+        "loadavg_before": before,
+        "loadavg_after": loadavg(),
+    }
+
+
+def format_table(payload: dict[str, Any]) -> str:
+    settings = payload["settings"]
+    lines = [
+        f"Training step (fwd + bwd + AdamW), {settings['batch']} sentences x (16 + 16) tokens, process CPU time "
+        "(median of interleaved rounds); ratio = with `F.dropout` / ours",
+        "",
+        "| dims | precision | ours ms | with F.dropout ms | ratio | load before → after |",
+        "| --- | --- | ---: | ---: | ---: | --- |",
+    ]
+    for row in payload["rows"]:
+        cpu = row["cpu_seconds"]
+        lines.append(
+            f"| {row['size']} | {row['precision']} | {cpu['ours'] * 1e3:.0f} | {cpu['torch_dropout'] * 1e3:.0f} | "
+            f"{row['ratio_torch_dropout_vs_ours']:.2f} | "
+            f"{row['loadavg_before'][0]:.1f} → {row['loadavg_after'][0]:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small dims, 2 rounds, 16 sentences (development)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--json", default="dropout", help="results name: benchmarks/results/<name>.json")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    settings = {
+        "repeats": 2 if args.quick else 7,
+        "batch": 16 if args.quick else 64,
+        "sizes": ["small"] if args.quick else ["small", "base"],
+    }
+    payload: dict[str, Any] = {"benchmark": "dropout", "machine": machine_info(), "settings": settings, "rows": []}
+    for size in settings["sizes"]:
+        for precision in ("fp32", "bf16"):
+            print(f"{size}, {precision} ... (load {loadavg()})", flush=True)
+            payload["rows"].append(measure(size, precision, settings["repeats"], settings["batch"]))
+    path = write_json(args.json, payload)
+    print(format_table(payload))
+    print(f"\nwrote {path}")
+    return payload
+
+
+if __name__ == "__main__":
+    main()
