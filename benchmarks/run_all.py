@@ -6,8 +6,9 @@
     python benchmarks/run_all.py --report-only   # rebuild RESULTS.md from benchmarks/results/*.json
 
 Runs, each in its own process: `bench_vs_marian.py` (training and generation vs MarianMTModel, MFU),
-`bench_scaling.py` (forward time and memory vs length, sdpa vs eager; generation time vs output length with and
-without the cache) and `bench_compile.py` (torch.compile vs eager training step). Each writes
+`bench_decoding.py` and `bench_dropout.py` (what each CPU speed-up of the model buys: the model against itself with
+one change undone), `bench_scaling.py` (forward time and memory vs length, sdpa vs eager; generation time vs output
+length with and without the cache) and `bench_compile.py` (torch.compile vs eager training step). Each writes
 `benchmarks/results/<name>.json`; this script then prints the tables and writes RESULTS.md with the machine
 (CPU model, cores, threads, torch / transformers versions, date) and the load average before and after.
 `benchmarks/gpu.py` is run separately on a GPU machine; its `results/gpu.json` is included when present.
@@ -29,6 +30,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import bench_compile  # noqa: E402
 import bench_decoding  # noqa: E402
+import bench_dropout  # noqa: E402
 import bench_scaling  # noqa: E402
 import bench_vs_marian  # noqa: E402
 import gpu  # noqa: E402
@@ -38,6 +40,7 @@ RESULTS_MD = HERE / "RESULTS.md"
 SUITES = {
     "vs_marian": "bench_vs_marian.py",
     "decoding": "bench_decoding.py",
+    "dropout": "bench_dropout.py",
     "scaling": "bench_scaling.py",
     "compile": "bench_compile.py",
 }
@@ -133,6 +136,16 @@ def report(run: dict[str, Any]) -> str:
             bench_decoding.format_table(decoding),
             "",
         ]
+    dropout = _load("dropout")
+    if dropout:
+        lines += [
+            "## What the CPU dropout buys in a training step (ours, ablation)",
+            "",
+            f"Measured {dropout['machine']['date']}.",
+            "",
+            bench_dropout.format_table(dropout),
+            "",
+        ]
     if scaling:
         lines += ["## Scaling with length (ours)", "", bench_scaling.format_tables(scaling), ""]
     if compiled:
@@ -155,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="fewer rounds and lengths (development)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads for every suite")
     parser.add_argument(
-        "--skip", default="", help="comma-separated suites to skip: vs_marian, decoding, scaling, compile"
+        "--skip", default="", help="comma-separated suites to skip: vs_marian, decoding, dropout, scaling, compile"
     )
     parser.add_argument("--report-only", action="store_true", help="only rebuild RESULTS.md from results/*.json")
     args = parser.parse_args(argv)
