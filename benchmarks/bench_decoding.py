@@ -7,8 +7,6 @@ Contenders, interleaved in one process on the same model and inputs (32 sentence
 * ``ours``: the model as shipped;
 * ``no_packing``: `VaswaniLinear` keeps only its column-major (W^T contiguous) copy, never MKL's packed format;
 * ``plain_linear``: the projections run `nn.Linear.forward` (no inference copy of the weight at all);
-* ``dynamic_cache``: `generate()` keeps the self-attention keys and values in `transformers`' `DynamicLayer`
-  (concatenated every step) instead of `VaswaniDecodingCacheLayer`;
 * ``generic_masks_reorder``: the encoder padding mask from `create_bidirectional_mask` and the beam-search
   reorder of the whole cache (self- and encoder-decoder attention), as `transformers` does by default.
 
@@ -25,7 +23,6 @@ from typing import Any
 
 import torch
 from torch import nn
-from transformers.generation import GenerationMixin
 from transformers.masking_utils import create_bidirectional_mask
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -40,13 +37,12 @@ from hf_vaswani.modeling_vaswani import (  # noqa: E402
     VaswaniLinear,
 )
 
-CONTENDERS = ("ours", "no_packing", "plain_linear", "dynamic_cache", "generic_masks_reorder")
+CONTENDERS = ("ours", "no_packing", "plain_linear", "generic_masks_reorder")
 _OURS = {
     "linear": VaswaniLinear.forward,
     "packing": modeling_vaswani._MKL_PACKED_LINEAR,
     "mask": VaswaniDecoder._cross_attention_mask,
     "reorder": VaswaniForConditionalGeneration._reorder_cache,
-    "cache": VaswaniForConditionalGeneration._prepare_cache_for_generation,
 }
 
 
@@ -70,10 +66,6 @@ def _use(contender: str) -> None:
     generic = contender == "generic_masks_reorder"
     VaswaniDecoder._cross_attention_mask = _generic_mask if generic else _OURS["mask"]
     VaswaniForConditionalGeneration._reorder_cache = _full_reorder if generic else _OURS["reorder"]
-    plain_cache = GenerationMixin._prepare_cache_for_generation
-    VaswaniForConditionalGeneration._prepare_cache_for_generation = (
-        plain_cache if contender == "dynamic_cache" else _OURS["cache"]
-    )
 
 
 def measure(size: str, beams: int, repeats: int, sentences: int, new_tokens: int) -> dict[str, Any]:
@@ -109,9 +101,8 @@ def format_table(payload: dict[str, Any]) -> str:
         "tokens, process CPU time (median of interleaved rounds); ratio = without the change / ours",
         "",
         "| dims | beams | ours ms | W^T copy only, no packed GEMM ms (ratio) | plain nn.Linear ms (ratio) "
-        "| DynamicLayer cache ms (ratio) | generic masks + full reorder ms (ratio) | same tokens "
-        "| load before → after |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+        "| generic masks + full reorder ms (ratio) | same tokens | load before → after |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",
     ]
     for row in payload["rows"]:
         cpu, ratio = row["cpu_seconds"], row["ratio_vs_ours"]
@@ -119,7 +110,6 @@ def format_table(payload: dict[str, Any]) -> str:
             f"| {row['size']} | {row['beams']} | {cpu['ours'] * 1e3:.0f} | "
             f"{cpu['no_packing'] * 1e3:.0f} ({ratio['no_packing']:.2f}) | "
             f"{cpu['plain_linear'] * 1e3:.0f} ({ratio['plain_linear']:.2f}) | "
-            f"{cpu['dynamic_cache'] * 1e3:.0f} ({ratio['dynamic_cache']:.2f}) | "
             f"{cpu['generic_masks_reorder'] * 1e3:.0f} ({ratio['generic_masks_reorder']:.2f}) | "
             f"{'yes' if row['same_tokens'] else 'NO'} | "
             f"{row['loadavg_before'][0]:.1f} → {row['loadavg_after'][0]:.1f} |"

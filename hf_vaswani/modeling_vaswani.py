@@ -13,7 +13,7 @@ from torch import nn
 from torch.nn import functional as F
 from transformers import initialization as init
 from transformers.activations import ACT2FN
-from transformers.cache_utils import Cache, DynamicCache, DynamicLayer, EncoderDecoderCache
+from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
 from transformers.generation import GenerationMixin
 from transformers.masking_utils import create_bidirectional_mask, create_causal_mask
 from transformers.modeling_layers import GradientCheckpointingLayer
@@ -335,90 +335,6 @@ class VaswaniAttention(nn.Module):
         if implementation == "sdpa" and device.type == "cpu" and torch.is_grad_enabled() and self.training:
             return eager_attention_forward
         return ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
-
-
-class VaswaniDecodingCacheLayer(DynamicLayer):
-    """The self-attention keys and values of one decoder layer during `generate()`, grown without re-copying.
-
-    `DynamicLayer` concatenates the whole cache with each step's new key/value (a copy of everything cached, every
-    step: ~5-10% of a CPU `generate()` at our sizes); this layer writes the step into a buffer with spare room
-    (doubled when full) and reorders beams into a second buffer (one copy instead of two). `keys` and `values` are
-    always views of the filled part of a buffer, so what `DynamicLayer` does with them (crop, batch selection,
-    offloading, ...) keeps working: an update that finds them no longer a view of its buffer starts a new one from
-    them. `VaswaniForConditionalGeneration` uses it for the caches `generate()` creates (not for one passed in), and
-    it falls back to concatenation where autograd or `torch.compile` sees the update.
-    """
-
-    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
-        super().lazy_initialization(key_states, value_states)
-        self._buffers: dict[str, torch.Tensor | None] = {"keys": None, "values": None}
-        self._spares: dict[str, torch.Tensor | None] = {"keys": None, "values": None}
-
-    def update(
-        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        if _tracing() or (torch.is_grad_enabled() and (key_states.requires_grad or value_states.requires_grad)):
-            return super().update(key_states, value_states, *args, **kwargs)
-        if not self.is_initialized:
-            self.lazy_initialization(key_states, value_states)
-        self.keys = self._append("keys", key_states)
-        self.values = self._append("values", value_states)
-        return self.keys, self.values
-
-    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
-        if self.get_seq_length() == 0 or _tracing():
-            return super().reorder_cache(beam_idx)
-        self.keys = self._reorder("keys", beam_idx.to(self.keys.device))
-        self.values = self._reorder("values", beam_idx.to(self.values.device))
-
-    def _append(self, name: str, new: torch.Tensor) -> torch.Tensor:
-        current = getattr(self, name)
-        length = current.shape[-2] if current.dim() == new.dim() else 0  # starts as an empty 1-d tensor
-        total = length + new.shape[-2]
-        buffer = self._buffers[name]
-        if buffer is None or not self._is_filled_part(current, buffer, length) or not self._fits(buffer, new, total):
-            buffer = new.new_empty(*new.shape[:-2], _cache_capacity(total), new.shape[-1])
-            if length:
-                buffer[..., :length, :].copy_(current)
-            self._buffers[name], self._spares[name] = buffer, None
-        buffer[..., length:total, :].copy_(new)
-        return buffer[..., :total, :]
-
-    def _reorder(self, name: str, beam_idx: torch.Tensor) -> torch.Tensor:
-        current = getattr(self, name)
-        length, buffer, spare = current.shape[-2], self._buffers[name], self._spares[name]
-        if buffer is None or not self._is_filled_part(current, buffer, length):
-            buffer = current  # not ours any more: reorder into a fresh buffer below
-        if spare is None or spare.shape != buffer.shape or spare.dtype != buffer.dtype:
-            capacity = max(buffer.shape[-2], _cache_capacity(length))
-            spare = current.new_empty(*current.shape[:-2], capacity, current.shape[-1])
-        torch.index_select(current, 0, beam_idx, out=spare[..., :length, :])
-        self._buffers[name], self._spares[name] = spare, (buffer if buffer is not current else None)
-        return spare[..., :length, :]
-
-    @staticmethod
-    def _is_filled_part(current: torch.Tensor, buffer: torch.Tensor, length: int) -> bool:
-        if length == 0:
-            return True
-        return (
-            current.data_ptr() == buffer.data_ptr()
-            and current.stride() == buffer.stride()
-            and current.shape[:-2] == buffer.shape[:-2]
-        )
-
-    @staticmethod
-    def _fits(buffer: torch.Tensor, new: torch.Tensor, total: int) -> bool:
-        return (
-            buffer.shape[-2] >= total
-            and buffer.shape[:-2] == new.shape[:-2]
-            and buffer.shape[-1] == new.shape[-1]
-            and buffer.dtype == new.dtype
-            and buffer.device == new.device
-        )
-
-
-def _cache_capacity(length: int) -> int:
-    return max(32, 1 << (2 * length - 1).bit_length())
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -1049,20 +965,6 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
         if attention_mask is not None:
             model_inputs["attention_mask"] = attention_mask
         return model_inputs
-
-    def _prepare_cache_for_generation(self, generation_config: Any, model_kwargs: dict, *args: Any, **kwargs: Any):
-        """`generate()`'s cache, with `VaswaniDecodingCacheLayer` for the self-attention of each decoder layer
-        (not for a cache passed in, nor an offloaded, static or quantized one)."""
-        super()._prepare_cache_for_generation(generation_config, model_kwargs, *args, **kwargs)
-        cache = model_kwargs.get("cache")
-        if not isinstance(cache, EncoderDecoderCache) or getattr(cache, "_is_user_defined", False):
-            return
-        self_attention = cache.self_attention_cache
-        if type(self_attention) is not DynamicCache or getattr(self_attention, "offloading", False):
-            return
-        for index, layer in enumerate(self_attention.layers):
-            if type(layer) is DynamicLayer and not layer.is_initialized:
-                self_attention.layers[index] = VaswaniDecodingCacheLayer()
 
     def _reorder_cache(self, cache: Cache, beam_idx: torch.LongTensor) -> Cache:
         """Beam search: keep the self-attention K/V of the beams that survive. The encoder-decoder attention K/V
