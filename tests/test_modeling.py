@@ -315,6 +315,11 @@ def test_linear_inference_path_is_nn_linear_with_a_fresh_transposed_copy():
     assert set(layer.state_dict()) == {"weight", "bias"}
     layer.train()
     assert "_inference_weights" not in layer.__dict__
+    single_row = torch.randn(1, 1, 16)  # a matrix-vector product keeps the row-major weight, no copy
+    with torch.inference_mode():
+        torch.testing.assert_close(layer.eval()(single_row), nn.functional.linear(single_row, layer.weight, layer.bias))
+    assert "_inference_weights" not in layer.__dict__
+    layer.train()
     layer(x).sum().backward()  # training: plain F.linear, gradients reach the weight
     assert layer.weight.grad is not None and layer.weight.grad.shape == (24, 16)
 
