@@ -175,7 +175,7 @@ def vaswani_dropout(hidden_states: torch.Tensor, p: float, training: bool) -> to
     PyTorch's CPU dropout draws one 32-bit Mersenne-Twister number per element (~2.7 ms for 1024 x 512 on one
     thread); this draws one per two elements, from the same generator (so `torch.manual_seed` and activation
     checkpointing replay it), and keeps an element when 15 of its bits are >= round(p * 2^15): forward and backward
-    together run ~2x faster (`benchmarks/bench_dropout.py` gives the training-step figure). The drop probability is
+    together run ~1.8x faster (`benchmarks/bench_dropout.py` gives the training-step figure). The drop probability is
     thus rounded to a multiple of 2^-15 (0.1 -> 0.100006) and the scale uses that exact value. The mask autograd
     saves is in the input's dtype, not booleans. On accelerators, under `torch.compile` (which generates its own
     mask), or where p rounds to 0 or 1: `F.dropout`.

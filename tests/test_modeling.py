@@ -506,13 +506,15 @@ def test_prepare_inputs_for_generation_equals_the_generic_one(tiny_model, source
     assert len(seen) == 12
 
 
-def test_gradient_checkpointing_gives_same_gradients(source_batch):
+@pytest.mark.parametrize("dropout", [0.0, 0.3])
+def test_gradient_checkpointing_gives_same_gradients(source_batch, dropout):
+    """With dropout too: the recomputed forward replays the same masks (same generator state)."""
     input_ids, attention_mask = source_batch
     labels = torch.randint(6, 97, (2, 5))
     grads = []
     for checkpointing in (False, True):
         torch.manual_seed(0)
-        model = VaswaniForConditionalGeneration(tiny_config()).train()
+        model = VaswaniForConditionalGeneration(tiny_config(dropout=dropout)).train()
         if checkpointing:
             model.activation_checkpointing_enable()
         model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss.backward()
