@@ -337,11 +337,11 @@ def test_linear_packs_the_weight_for_a_repeated_row_count_and_stays_exact():
         layer(step)
         assert state()["packed"] is None  # one call: W^T copy only
         torch.testing.assert_close(layer(step), nn.functional.linear(step, layer.weight, layer.bias))
-        assert state()["packed_rows"] == 4 and state()["packed"] is not None  # the second call with 4 rows packs
+        assert state()["packed"][0] == 4  # the second call with 4 rows packs the weight for 4 rows
         torch.testing.assert_close(layer(step), nn.functional.linear(step, layer.weight, layer.bias))
         # Another row count uses the W^T copy again, and the packed weight stays for the next step.
         torch.testing.assert_close(layer(encoder_rows), nn.functional.linear(encoder_rows, layer.weight, layer.bias))
-        assert state()["packed_rows"] == 4
+        assert state()["packed"][0] == 4
         torch.testing.assert_close(layer(step), nn.functional.linear(step, layer.weight, layer.bias))
     with torch.no_grad():
         layer.weight.add_(1.0)  # a changed weight is packed anew, never served stale
@@ -351,6 +351,26 @@ def test_linear_packs_the_weight_for_a_repeated_row_count_and_stays_exact():
         for _ in range(3):
             half(step.to(torch.bfloat16))
         assert half.__dict__["_inference_weights"]["packed"] is None
+
+
+def test_generate_from_two_threads_with_different_batch_sizes_matches_one_thread(tiny_model):
+    """A model shared by threads (the demo serving requests): each projection's cached layouts follow one
+    thread's row count, then the other's; every result must still equal the single-threaded one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    generator = torch.Generator().manual_seed(4)
+    batches = [torch.randint(6, 97, (rows, 7), generator=generator) for rows in (3, 5, 3, 5, 2, 4)]
+
+    def translate(input_ids: torch.Tensor) -> torch.Tensor:
+        with torch.inference_mode():
+            return tiny_model.generate(input_ids=input_ids, max_new_tokens=12, min_new_tokens=12, num_beams=2)
+
+    expected = [translate(ids) for ids in batches]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for _ in range(3):
+            results = list(pool.map(translate, batches))
+            for got, want in zip(results, expected, strict=True):
+                torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
 def test_dropout_keeps_the_expected_fraction_scales_it_and_replays_with_the_seed():

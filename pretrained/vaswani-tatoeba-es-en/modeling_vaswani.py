@@ -148,21 +148,26 @@ class VaswaniLinear(nn.Linear):
         key = (weight.data_ptr(), version, weight.dtype, weight.shape)
         cached = self.__dict__.get("_inference_weights")
         if cached is None or cached["key"] != key:
-            cached = {"key": key, "rows": None, "packed_rows": None, "packed": None, "column_major": None}
+            cached = {"key": key, "rows": None, "packed": None, "column_major": None}
             self.__dict__["_inference_weights"] = cached
+        # Each entry is read once into a local and replaced whole, so that threads sharing the model (a demo
+        # serving requests) never pair a packed weight with another row count.
+        packed = cached["packed"]  # (rows, packed weight) or None
         packable = _MKL_PACKED_LINEAR and weight.dtype == torch.float32 and input.dtype == torch.float32
-        if packable and cached["packed_rows"] != rows and cached["rows"] == rows:
+        if packable and (packed is None or packed[0] != rows) and cached["rows"] == rows:
             # The same row count twice in a row: a decoding loop. The W^T copy stays for other row counts, so that
             # varying encoder shapes do not re-pack or re-transpose on every call.
-            cached["packed"] = torch.ops.mkl._mkl_reorder_linear_weight(weight.detach(), rows)
-            cached["packed_rows"] = rows
+            packed = (rows, torch.ops.mkl._mkl_reorder_linear_weight(weight.detach(), rows))
+            cached["packed"] = packed
         cached["rows"] = rows
-        if packable and cached["packed_rows"] == rows:
-            return torch.ops.mkl._mkl_linear(input, cached["packed"], weight, self.bias, rows)
-        if cached["column_major"] is None:
+        if packable and packed is not None and packed[0] == rows:
+            return torch.ops.mkl._mkl_linear(input, packed[1], weight, self.bias, rows)
+        column_major = cached["column_major"]
+        if column_major is None:
             # The same (out, in) matrix with W^T contiguous in memory; kept out of the state dict on purpose.
-            cached["column_major"] = weight.detach().t().contiguous().t()
-        return F.linear(input, cached["column_major"], self.bias)
+            column_major = weight.detach().t().contiguous().t()
+            cached["column_major"] = column_major
+        return F.linear(input, column_major, self.bias)
 
     def train(self, mode: bool = True) -> "VaswaniLinear":
         self.__dict__.pop("_inference_weights", None)
@@ -183,7 +188,7 @@ def vaswani_dropout(hidden_states: torch.Tensor, p: float, training: bool) -> to
     if not training or p == 0.0:
         return hidden_states
     threshold = round(p * 32768)
-    if hidden_states.device.type != "cpu" or not 0 < threshold < 32768 or is_torchdynamo_compiling():
+    if hidden_states.device.type != "cpu" or not 0 < threshold < 32768 or _tracing():
         return F.dropout(hidden_states, p=p, training=True)
     count = hidden_states.numel()
     pairs = torch.empty((count + 1) // 2, dtype=torch.int32).random_()  # 31 random bits each
