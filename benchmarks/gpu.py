@@ -3,16 +3,17 @@
     python benchmarks/gpu.py                      # on a machine with a CUDA GPU (e.g. one H200)
     python benchmarks/gpu.py --device cpu --smoke # a seconds-long check of the script itself, without a GPU
 
-Self-contained: imports only torch, transformers and hf_vaswani. Builds `VaswaniConfig.base()` (d_model 512,
-6+6 layers, 8 heads, d_ff 2048, shared vocabulary of 37,000 as in sec. 5.1), with the default `sdpa` attention,
+One command: imports only torch, transformers, hf_vaswani and `perf_common.py` next to it. Builds
+`VaswaniConfig.base()` (d_model 512, 6+6 layers, 8 heads, d_ff 2048, shared vocabulary of 37,000 as in sec. 5.1),
+with the default `sdpa` attention,
 and times training steps (`zero_grad` + forward with labels under `torch.autocast(bfloat16)` + backward +
 `AdamW(fused=True).step`) on batches of about 25,000 source and 25,000 target tokens (sec. 5.1: "each
 training batch contained a set of sentence pairs containing approximately 25000 source tokens and 25000 target
 tokens"; default 1,000 pairs of 25 + 25 tokens), in eager mode and compiled (`torch.compile(fullgraph=True)`).
 
 Reported: tokens/s (source + target), step time, peak memory, and model FLOP utilisation = analytic training
-FLOPs per second (3 x forward; forward = 2 x weights touched per token + attention terms, the same formula as
-`benchmarks/perf_common.transformer_flops`) over a bf16 matmul rate measured in the same run (the better of an
+FLOPs per second (3 x forward; forward = 2 x weights touched per token + attention terms:
+`perf_common.transformer_flops`) over a bf16 matmul rate measured in the same run (the better of an
 8192^3 matmul and one of the model's shape, (tokens x 512) x (512 x 2048)). Goal: >= 500,000 tokens/s on one
 H200 (the paper, sec. 5.2: the base model took 12 hours for 100,000 steps of ~50,000-token batches on 8 P100s,
 ~116,000 tokens/s).
@@ -35,27 +36,15 @@ from typing import Any
 import torch
 import transformers
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_common, next to this script
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # hf_vaswani from this checkout if not installed
+
+from perf_common import transformer_flops  # noqa: E402
 
 from hf_vaswani import VaswaniConfig, VaswaniForConditionalGeneration  # noqa: E402
 
 GOAL_TOKENS_PER_S = 500_000
 PAPER_TOKENS_PER_S = 100_000 * 50_000 / (12 * 3600)
-
-
-def training_flops(config: VaswaniConfig, sentences: int, source_length: int, target_length: int) -> float:
-    """Analytic FLOPs of one training step (see benchmarks/perf_common.transformer_flops for the derivation)."""
-    d, v = config.d_model, config.decoder_vocab_size
-    s_tokens, t_tokens = sentences * source_length, sentences * target_length
-    encoder = config.encoder_layers * (4 * d * d + 2 * d * config.encoder_ffn_dim)
-    decoder = config.decoder_layers * (6 * d * d + 2 * d * config.decoder_ffn_dim) + d * v
-    cross_kv = config.decoder_layers * 2 * d * d
-    weight_macs = (encoder + cross_kv) * s_tokens + decoder * t_tokens
-    attention_macs = (
-        config.encoder_layers * s_tokens * 2 * source_length * d
-        + config.decoder_layers * t_tokens * 2 * (target_length + source_length) * d
-    )
-    return 3.0 * 2.0 * (weight_macs + attention_macs)
 
 
 def synchronize(device: torch.device) -> None:
@@ -168,7 +157,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     model = VaswaniForConditionalGeneration(config).to(device)
     batch = make_batch(args.sentences, args.source_length, args.target_length, args.vocab, device)
     tokens = args.sentences * (args.source_length + args.target_length)
-    flops = training_flops(config, args.sentences, args.source_length, args.target_length)
+    flops = transformer_flops(config, args.sentences, args.source_length, args.target_length).training
 
     square = 1024 if args.smoke else 8192
     rates = {

@@ -37,6 +37,7 @@ import transformers
 from transformers import MarianConfig, MarianMTModel
 
 from hf_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
+from hf_vaswani.convert_marian import marian_layer_names
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 MARIAN_LAYER_NORM_EPS = 1e-5
@@ -124,30 +125,16 @@ def vaswani_state_dict_to_marian(state_dict: dict[str, torch.Tensor], config: Va
         "lm_head.weight": state_dict.get("lm_head.weight", embed),
     }
 
-    def split(prefix: str, target: str, parts: str) -> None:
-        for kind in ("weight", "bias"):
-            fused = state_dict[f"{prefix}.{kind}"]
-            for index, part in enumerate(parts):
-                out[f"{target}.{part}_proj.{kind}"] = fused[index * d : (index + 1) * d]
-
-    def copy(source: str, target: str) -> None:
-        for kind in ("weight", "bias"):
-            out[f"{target}.{kind}"] = state_dict[f"{source}.{kind}"]
-
     for side, layers in (("encoder", config.encoder_layers), ("decoder", config.decoder_layers)):
         for index in range(layers):
-            ours, theirs = f"model.{side}.layers.{index}", f"model.{side}.layers.{index}"
-            split(f"{ours}.self_attn.qkv_proj", f"{theirs}.self_attn", "qkv")
-            copy(f"{ours}.self_attn.out_proj", f"{theirs}.self_attn.out_proj")
-            copy(f"{ours}.self_attn_layer_norm", f"{theirs}.self_attn_layer_norm")
-            if side == "decoder":
-                copy(f"{ours}.cross_attn.q_proj", f"{theirs}.encoder_attn.q_proj")
-                split(f"{ours}.cross_attn.kv_proj", f"{theirs}.encoder_attn", "kv")
-                copy(f"{ours}.cross_attn.out_proj", f"{theirs}.encoder_attn.out_proj")
-                copy(f"{ours}.cross_attn_layer_norm", f"{theirs}.encoder_attn_layer_norm")
-            copy(f"{ours}.ffn.fc1", f"{theirs}.fc1")
-            copy(f"{ours}.ffn.fc2", f"{theirs}.fc2")
-            copy(f"{ours}.ffn_layer_norm", f"{theirs}.final_layer_norm")
+            prefix = f"model.{side}.layers.{index}."
+            for theirs, ours, parts in marian_layer_names(side):
+                for kind in ("weight", "bias"):
+                    tensor = state_dict[f"{prefix}{ours}{kind}"]
+                    if not parts:
+                        out[f"{prefix}{theirs}{kind}"] = tensor
+                    for position, part in enumerate(parts):
+                        out[f"{prefix}{theirs}{part}_proj.{kind}"] = tensor[position * d : (position + 1) * d]
     return {name: tensor.detach().clone() for name, tensor in out.items()}
 
 

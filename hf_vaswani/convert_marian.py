@@ -148,6 +148,28 @@ def convert_marian(
     return out_dir
 
 
+def marian_layer_names(side: str) -> list[tuple[str, str, str]]:
+    """The sub-modules of one encoder or decoder layer: (Marian's name, ours, fused parts).
+
+    Names are relative to `model.<side>.layers.<i>.` in both models. `parts` is "" for a plain copy of weight and
+    bias, or the projections ("qkv", "kv") whose rows our fused projection stacks in that order, read from Marian's
+    `<name><part>_proj`.
+    """
+    names = [
+        ("self_attn.", "self_attn.qkv_proj.", "qkv"),
+        ("self_attn.out_proj.", "self_attn.out_proj.", ""),
+        ("self_attn_layer_norm.", "self_attn_layer_norm.", ""),
+    ]
+    if side == "decoder":
+        names += [
+            ("encoder_attn.q_proj.", "cross_attn.q_proj.", ""),
+            ("encoder_attn.", "cross_attn.kv_proj.", "kv"),
+            ("encoder_attn.out_proj.", "cross_attn.out_proj.", ""),
+            ("encoder_attn_layer_norm.", "cross_attn_layer_norm.", ""),
+        ]
+    return names + [("fc1.", "ffn.fc1.", ""), ("fc2.", "ffn.fc2.", ""), ("final_layer_norm.", "ffn_layer_norm.", "")]
+
+
 def marian_state_dict_to_vaswani(
     state_dict: dict[str, torch.Tensor], marian_config: MarianConfig, *, notes: list[str] | None = None
 ) -> tuple[VaswaniConfig, dict[str, torch.Tensor]]:
@@ -204,21 +226,12 @@ def marian_state_dict_to_vaswani(
     }
     for side, layers in (("encoder", config.encoder_layers), ("decoder", config.decoder_layers)):
         for index in range(layers):
-            source = f"model.{side}.layers.{index}."
-            target = f"model.{side}.layers.{index}."
-            mapped.update(_fused(state_dict, source + "self_attn.", target + "self_attn.qkv_proj.", "qkv"))
-            mapped.update(_copied(state_dict, source + "self_attn.out_proj.", target + "self_attn.out_proj."))
-            mapped.update(_copied(state_dict, source + "self_attn_layer_norm.", target + "self_attn_layer_norm."))
-            if side == "decoder":
-                mapped.update(_copied(state_dict, source + "encoder_attn.q_proj.", target + "cross_attn.q_proj."))
-                mapped.update(_fused(state_dict, source + "encoder_attn.", target + "cross_attn.kv_proj.", "kv"))
-                mapped.update(_copied(state_dict, source + "encoder_attn.out_proj.", target + "cross_attn.out_proj."))
-                mapped.update(
-                    _copied(state_dict, source + "encoder_attn_layer_norm.", target + "cross_attn_layer_norm.")
-                )
-            mapped.update(_copied(state_dict, source + "fc1.", target + "ffn.fc1."))
-            mapped.update(_copied(state_dict, source + "fc2.", target + "ffn.fc2."))
-            mapped.update(_copied(state_dict, source + "final_layer_norm.", target + "ffn_layer_norm."))
+            prefix = f"model.{side}.layers.{index}."
+            for theirs, ours, parts in marian_layer_names(side):
+                if parts:
+                    mapped.update(_fused(state_dict, prefix + theirs, prefix + ours, parts))
+                else:
+                    mapped.update(_copied(state_dict, prefix + theirs, prefix + ours))
     return config, mapped
 
 

@@ -40,6 +40,11 @@ def shift_tokens_right(labels: torch.Tensor, pad_token_id: int, decoder_start_to
     return shifted.masked_fill(shifted == -100, pad_token_id)
 
 
+def _tracing() -> bool:
+    """Under `torch.compile` or `torch.jit.trace`: the eager-only speed paths (cached tables and layouts) are off."""
+    return is_torchdynamo_compiling() or torch.jit.is_tracing()
+
+
 # --------------------------------------------------------------------------------------------------------------
 # 3.5 Positional encoding
 # --------------------------------------------------------------------------------------------------------------
@@ -76,7 +81,7 @@ class VaswaniSinusoidalPositionalEncoding(nn.Module):
 
     def rows(self, start: int, length: int, device: torch.device, max_positions: int) -> torch.Tensor:
         """The encodings of positions start .. start + length - 1 (<= max_positions), shape (length, d_model)."""
-        if is_torchdynamo_compiling() or torch.jit.is_tracing():
+        if _tracing():
             return self(torch.arange(start, start + length, device=device))
         table = self._tables.get(device)
         if table is None or table.shape[0] < start + length:
@@ -111,10 +116,6 @@ def _mkl_packed_linear_available() -> bool:
 
 
 _MKL_PACKED_LINEAR = _mkl_packed_linear_available()
-
-
-def _tracing() -> bool:
-    return is_torchdynamo_compiling() or torch.jit.is_tracing()
 
 
 class VaswaniLinear(nn.Linear):
