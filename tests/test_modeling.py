@@ -487,6 +487,46 @@ def test_label_smoothed_loss_and_gradient_equal_torch_cross_entropy(smoothing):
     assert ours.dtype == torch.float32
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_label_smoothed_loss_in_several_chunks_equals_torch_cross_entropy(dtype):
+    """A vocabulary of 2^15 makes the CPU loss work in chunks of 16 rows: 40 rows are two whole chunks and a part."""
+    generator = torch.Generator().manual_seed(3)
+    logits = (torch.randn(40, 1 << 15, generator=generator) * 4).to(dtype)
+    labels = torch.randint(0, 1 << 15, (40,), generator=generator)
+    labels[[3, 17, 39]] = -100
+    ours_logits = logits.clone().requires_grad_(True)
+    ours = label_smoothed_cross_entropy(ours_logits, labels, 0.1)
+    ours.backward()  # the incoming gradient is 1: the gradient the forward wrote is handed out as it is
+    theirs_logits = logits.float().requires_grad_(True)
+    theirs = nn.functional.cross_entropy(theirs_logits, labels, ignore_index=-100, label_smoothing=0.1)
+    theirs.backward()
+    torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
+    assert ours_logits.grad.dtype == dtype
+    tolerance = {"atol": 1e-6, "rtol": 1e-4} if dtype == torch.float32 else {"atol": 1e-6, "rtol": 1e-2}
+    torch.testing.assert_close(ours_logits.grad.float(), theirs_logits.grad, **tolerance)
+    assert ours_logits.grad[[3, 17, 39]].abs().max() == 0
+
+
+def test_label_smoothed_loss_backward_twice_through_one_graph():
+    """The first backward hands out the gradient the forward wrote; the second (retain_graph) recomputes it."""
+    logits = torch.randn(6, 50, requires_grad=True)
+    labels = torch.tensor([1, 2, -100, 4, 5, 49])
+    loss = label_smoothed_cross_entropy(logits, labels, 0.1)
+    loss.backward(retain_graph=True)
+    first = logits.grad.clone()
+    logits.grad.mul_(-1.0)  # whatever happens to the first gradient must not leak into the second
+    (loss * 3.0).backward()
+    torch.testing.assert_close(logits.grad, 2.0 * first, atol=1e-7, rtol=1e-6)
+
+
+def test_label_smoothed_loss_with_every_label_ignored_has_a_zero_gradient():
+    logits = torch.randn(2, 3, 11, requires_grad=True)
+    loss = label_smoothed_cross_entropy(logits, torch.full((2, 3), -100), 0.1)
+    loss.backward()
+    assert torch.isnan(loss)  # as F.cross_entropy's mean over no token
+    assert torch.equal(logits.grad, torch.zeros_like(logits))
+
+
 def test_cached_positional_rows_equal_the_formula_and_serve_training():
     model = VaswaniModel(tiny_config())
     encoding = model.encoder.embed_positions

@@ -774,41 +774,84 @@ class VaswaniModel(VaswaniPreTrainedModel):
         )
 
 
+def _loss_chunk_rows(logits: torch.Tensor) -> int:
+    """Rows of logits the loss handles at a time: on the CPU about 1 MB of float32 (at least 16 rows), so that the
+    log-softmax, the picked and summed log-probabilities and the gradient of a chunk are all computed while it sits
+    in the core's cache, instead of in several passes over a (tokens, vocab) array; elsewhere, and under
+    compilation, all rows at once."""
+    rows, vocab = logits.shape
+    if logits.device.type != "cpu" or _tracing():
+        return max(rows, 1)
+    return max(16, (1 << 18) // vocab)
+
+
+def _label_smoothed_chunks(
+    logits: torch.Tensor, targets: torch.Tensor, scale: torch.Tensor, smoothing: float, with_gradient: bool
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """log p_y and sum_j log p_j of every row (float32), and, `with_gradient`, the gradient of
+    sum_rows scale_row * loss_row with respect to the logits: scale_row * (p - eps / V - (1 - eps) one-hot(y))."""
+    rows, vocab = logits.shape
+    chunk_rows = _loss_chunk_rows(logits)
+    float32 = {"dtype": torch.float32, "device": logits.device}
+    picked, summed = torch.empty(rows, 1, **float32), torch.empty(rows, **float32)
+    grad = torch.empty_like(logits) if with_gradient else None
+    cast = logits.dtype != torch.float32
+    work = torch.empty(min(chunk_rows, rows), vocab, **float32)
+    log_probs = torch.empty_like(work)
+    for start in range(0, rows, chunk_rows):
+        part = slice(start, start + chunk_rows)
+        chunk = logits[part]
+        if cast:
+            chunk = work[: chunk.shape[0]].copy_(chunk)
+        chunk_log_probs = torch.log_softmax(chunk, dim=1, out=log_probs[: chunk.shape[0]])
+        torch.gather(chunk_log_probs, 1, targets[part, None], out=picked[part])
+        torch.sum(chunk_log_probs, dim=1, out=summed[part])
+        if grad is None:
+            continue
+        chunk_grad = chunk if cast else grad[part]  # the float32 copy is not needed any more: reuse it
+        torch.exp(chunk_log_probs, out=chunk_grad).mul_(scale[part]).sub_(scale[part] * (smoothing / vocab))
+        chunk_grad.scatter_add_(1, targets[part, None], scale[part] * -(1.0 - smoothing))
+        if cast:
+            grad[part].copy_(chunk_grad)
+    return picked.squeeze(1), summed, grad
+
+
 class _LabelSmoothedCrossEntropySum(torch.autograd.Function):
-    """Sum over the rows whose label is not -100 of the label-smoothed cross-entropy, with a hand-written backward.
+    """The label-smoothed cross-entropy summed over the rows whose label is not -100, divided by `divisor`, with
+    a hand-written backward.
 
     Row loss: -(1 - eps) log p_y - (eps / V) sum_j log p_j, the same as `F.cross_entropy(..., label_smoothing=eps)`.
     Autograd through `F.cross_entropy` builds a dense (rows, V) gradient for the smoothing term and then runs the
-    log-softmax backward on it: with a large vocabulary that is most of the loss's cost. Here the gradient is
-    written in one go, exp(log p) - (1 - eps) one-hot(y) - eps / V, scaled by the incoming gradient (zero on
-    ignored rows): the loss and its backward cost half as much, for the same values.
+    log-softmax backward on it: with a large vocabulary that is most of the loss's cost. Here the gradient,
+    p - (1 - eps) one-hot(y) - eps / V on the rows that count, is written by the forward itself, chunk by chunk
+    while each chunk of log-probabilities is still in cache (`_label_smoothed_chunks`), and the backward only
+    scales it by the incoming gradient (nothing to do for `loss.backward()` of a mean, where that is 1). A
+    second backward through the same graph recomputes it from the logits. No float32 (rows, V) array is kept.
     """
 
     @staticmethod
-    def forward(ctx: Any, logits: torch.Tensor, labels: torch.Tensor, smoothing: float) -> torch.Tensor:
+    def forward(
+        ctx: Any, logits: torch.Tensor, labels: torch.Tensor, smoothing: float, divisor: torch.Tensor
+    ) -> torch.Tensor:
         valid = labels != -100
         targets = labels.masked_fill(~valid, 0)
-        log_probs = torch.log_softmax(logits, dim=-1, dtype=torch.float32)
-        picked = log_probs.gather(1, targets.unsqueeze(1)).squeeze(1)
-        rows = -(1.0 - smoothing) * picked
-        if smoothing:
-            rows = rows - (smoothing / logits.shape[-1]) * log_probs.sum(-1)
-        ctx.save_for_backward(log_probs, targets, valid)
-        ctx.smoothing = smoothing
-        ctx.logits_dtype = logits.dtype
-        return torch.where(valid, rows, 0.0).sum()
+        scale = torch.where(valid, 1.0 / divisor, 0.0).to(torch.float32)[:, None]
+        picked, summed, grad = _label_smoothed_chunks(logits, targets, scale, smoothing, ctx.needs_input_grad[0])
+        row_loss = -(1.0 - smoothing) * picked - (smoothing / logits.shape[1]) * summed
+        ctx.save_for_backward(logits, targets, scale)
+        ctx.smoothing, ctx.grad = smoothing, grad
+        return torch.where(valid, row_loss, 0.0).sum() / divisor
 
     @staticmethod
-    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, None, None]:
-        log_probs, targets, valid = ctx.saved_tensors
-        smoothing = ctx.smoothing
-        scale = torch.where(valid, grad_output.to(log_probs.dtype), 0.0).unsqueeze(1)
-        grad = log_probs.exp()
-        if smoothing:
-            grad.sub_(smoothing / log_probs.shape[-1])
-        grad.mul_(scale)
-        grad.scatter_add_(1, targets.unsqueeze(1), -(1.0 - smoothing) * scale)
-        return grad.to(ctx.logits_dtype), None, None
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor | None, None, None, None]:
+        grad, ctx.grad = ctx.grad, None  # a second backward (retain_graph) must not reuse a gradient handed out
+        if grad is None:
+            logits, targets, scale = ctx.saved_tensors
+            scale = scale * grad_output.to(torch.float32)
+            return _label_smoothed_chunks(logits, targets, scale, ctx.smoothing, True)[2], None, None, None
+        if grad_output.device.type == "cpu" and not _tracing() and grad_output.item() == 1.0:
+            return grad, None, None, None
+        return grad * grad_output.to(grad.dtype), None, None, None
 
 
 def label_smoothed_cross_entropy(
@@ -824,12 +867,10 @@ def label_smoothed_cross_entropy(
     give the same gradient as one batch k times larger. Computed in float32 whatever the logits' dtype.
     """
     labels = labels.reshape(-1).to(logits.device)
-    total = _LabelSmoothedCrossEntropySum.apply(logits.reshape(-1, logits.shape[-1]), labels, float(smoothing))
     if num_items_in_batch is None:
         num_items_in_batch = (labels != -100).sum()
-    if torch.is_tensor(num_items_in_batch):
-        num_items_in_batch = num_items_in_batch.to(total.device)
-    return total / num_items_in_batch
+    divisor = torch.as_tensor(num_items_in_batch, dtype=torch.float32, device=logits.device)
+    return _LabelSmoothedCrossEntropySum.apply(logits.reshape(-1, logits.shape[-1]), labels, float(smoothing), divisor)
 
 
 # What `generate` passes to `prepare_inputs_for_generation` besides the ids, cache and masks in the common case.
