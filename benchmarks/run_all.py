@@ -7,8 +7,9 @@
 
 Runs, each in its own process: `bench_vs_marian.py` (training and generation vs MarianMTModel, MFU),
 `bench_decoding.py` and `bench_dropout.py` (what each CPU speed-up of the model buys: the model against itself with
-one change undone), `bench_scaling.py` (forward time and memory vs length, sdpa vs eager; generation time vs output
-length with and without the cache) and `bench_compile.py` (torch.compile vs eager training step). Each writes
+one change undone), `bench_allocator.py` (glibc's malloc defaults vs keeping freed memory, a process setting),
+`bench_scaling.py` (forward time and memory vs length, sdpa vs eager; generation time vs output length with and
+without the cache) and `bench_compile.py` (torch.compile vs eager training step). Each writes
 `benchmarks/results/<name>.json`; this script then prints the tables and writes RESULTS.md with the machine
 (CPU model, cores, threads, torch / transformers versions, date) and the load average before and after.
 `benchmarks/gpu.py` is run separately on a GPU machine; its `results/gpu.json` is included when present.
@@ -28,6 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
+import bench_allocator  # noqa: E402
 import bench_compile  # noqa: E402
 import bench_decoding  # noqa: E402
 import bench_dropout  # noqa: E402
@@ -41,6 +43,7 @@ SUITES = {
     "vs_marian": "bench_vs_marian.py",
     "decoding": "bench_decoding.py",
     "dropout": "bench_dropout.py",
+    "allocator": "bench_allocator.py",
     "scaling": "bench_scaling.py",
     "compile": "bench_compile.py",
 }
@@ -148,6 +151,17 @@ def report(run: dict[str, Any]) -> str:
             bench_dropout.format_table(dropout),
             "",
         ]
+    allocator = _load("allocator")
+    if allocator:
+        lines += [
+            "## The C library's allocator and a training step (a process setting, not the model)",
+            "",
+            f"Measured {allocator['machine']['date']}. `glibc default`: the environment as is; `keep freed memory`: "
+            "`MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1099511627776` (see `bench_allocator.py`).",
+            "",
+            bench_allocator.format_table(allocator),
+            "",
+        ]
     if scaling:
         lines += ["## Scaling with length (ours)", "", bench_scaling.format_tables(scaling), ""]
     if compiled:
@@ -169,9 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds and lengths (development)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads for every suite")
-    parser.add_argument(
-        "--skip", default="", help="comma-separated suites to skip: vs_marian, decoding, dropout, scaling, compile"
-    )
+    parser.add_argument("--skip", default="", help="comma-separated suites to skip: " + ", ".join(SUITES))
     parser.add_argument("--report-only", action="store_true", help="only rebuild RESULTS.md from results/*.json")
     args = parser.parse_args(argv)
     args.skip = {name.strip() for name in args.skip.split(",") if name.strip()}
