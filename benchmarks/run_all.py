@@ -6,10 +6,10 @@
     python benchmarks/run_all.py --report-only   # rebuild RESULTS.md from benchmarks/results/*.json
 
 Runs, each in its own process: `bench_vs_marian.py` (training and generation vs MarianMTModel, MFU),
-`bench_decoding.py` and `bench_dropout.py` (what each CPU speed-up of the model buys: the model against itself with
-one change undone), `bench_allocator.py` (glibc's malloc defaults vs keeping freed memory, a process setting),
-`bench_scaling.py` (forward time and memory vs length, sdpa vs eager; generation time vs output length with and
-without the cache) and `bench_compile.py` (torch.compile vs eager training step). Each writes
+`bench_decoding.py`, `bench_dropout.py` and `bench_loss.py` (what each CPU speed-up of the model buys: the model
+against itself with one change undone), `bench_allocator.py` (glibc's malloc defaults vs keeping freed memory, a
+process setting), `bench_scaling.py` (forward time and memory vs length, sdpa vs eager; generation time vs output
+length with and without the cache) and `bench_compile.py` (torch.compile vs eager training step). Each writes
 `benchmarks/results/<name>.json`; this script then prints the tables and writes RESULTS.md with the machine
 (CPU model, cores, threads, torch / transformers versions, date) and the load average before and after.
 `benchmarks/gpu.py` is run separately on a GPU machine; its `results/gpu.json` is included when present.
@@ -33,6 +33,7 @@ import bench_allocator  # noqa: E402
 import bench_compile  # noqa: E402
 import bench_decoding  # noqa: E402
 import bench_dropout  # noqa: E402
+import bench_loss  # noqa: E402
 import bench_scaling  # noqa: E402
 import bench_vs_marian  # noqa: E402
 import gpu  # noqa: E402
@@ -43,6 +44,7 @@ SUITES = {
     "vs_marian": "bench_vs_marian.py",
     "decoding": "bench_decoding.py",
     "dropout": "bench_dropout.py",
+    "loss": "bench_loss.py",
     "allocator": "bench_allocator.py",
     "scaling": "bench_scaling.py",
     "compile": "bench_compile.py",
@@ -149,6 +151,16 @@ def report(run: dict[str, Any]) -> str:
             f"Measured {dropout['machine']['date']}.",
             "",
             bench_dropout.format_table(dropout),
+            "",
+        ]
+    loss = _load("loss")
+    if loss:
+        lines += [
+            "## What the hand-written label-smoothed loss buys (ours, ablation)",
+            "",
+            f"Measured {loss['machine']['date']}.",
+            "",
+            bench_loss.format_table(loss),
             "",
         ]
     allocator = _load("allocator")
