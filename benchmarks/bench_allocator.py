@@ -34,7 +34,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from perf_common import build_pair, loadavg, machine_info, make_batch, training_step, write_json  # noqa: E402
+from perf_common import build_pair, loadavg, machine_info, make_batch, save_and_print, training_step  # noqa: E402
 
 SETTINGS = {
     "glibc default": {},
@@ -144,9 +144,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
         for precision in ("fp32", "bf16"):
             print(f"{size}, {precision} ... (load {loadavg()})", flush=True)
             payload["rows"].append(measure(size, precision, args))
-    path = write_json(args.json, payload)
-    print(format_table(payload))
-    print(f"\nwrote {path}")
+    save_and_print(args.json, payload, format_table(payload))
     return payload
 
 

@@ -37,8 +37,8 @@ from perf_common import (  # noqa: E402
     machine_info,
     make_batch,
     paired_ratio,
+    save_and_print,
     training_step,
-    write_json,
 )
 
 
@@ -104,9 +104,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         payload["ours_compiled_over_marian_compiled"] = paired_ratio(
             timings.wall["marian_eager_compiled"], timings.wall["ours_compiled"]
         )
-    path = write_json(args.json, payload)
-    print(format_table(payload))
-    print(f"\nwrote {path}")
+    save_and_print(args.json, payload, format_table(payload))
     return payload
 
 

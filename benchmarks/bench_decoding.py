@@ -28,7 +28,15 @@ from transformers.masking_utils import create_bidirectional_mask
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from perf_common import ablation_cpu_times, build_pair, loadavg, machine_info, make_batch, write_json  # noqa: E402
+from perf_common import (  # noqa: E402
+    ablation_cpu_times,
+    benchmark_arguments,
+    build_pair,
+    loadavg,
+    machine_info,
+    make_batch,
+    save_and_print,
+)
 
 from hf_vaswani import modeling_vaswani  # noqa: E402
 from hf_vaswani.modeling_vaswani import (  # noqa: E402
@@ -119,12 +127,7 @@ def format_table(payload: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small dims, 2 rounds, 8 sentences (development)")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
-    parser.add_argument("--json", default="decoding", help="results name: benchmarks/results/<name>.json")
-    args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = benchmark_arguments(parser, "decoding", "small dims, 2 rounds, 8 sentences (development)", argv)
     settings = {
         "repeats": 2 if args.quick else 7,
         "sentences": 8 if args.quick else 32,
@@ -138,9 +141,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             payload["rows"].append(
                 measure(size, beams, settings["repeats"], settings["sentences"], settings["new_tokens"])
             )
-    path = write_json(args.json, payload)
-    print(format_table(payload))
-    print(f"\nwrote {path}")
+    save_and_print(args.json, payload, format_table(payload))
     return payload
 
 

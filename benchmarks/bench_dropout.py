@@ -27,12 +27,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from perf_common import (  # noqa: E402
     ablation_cpu_times,
+    benchmark_arguments,
     build_pair,
     loadavg,
     machine_info,
     make_batch,
+    save_and_print,
     training_step,
-    write_json,
 )
 
 from hf_vaswani import modeling_vaswani  # noqa: E402
@@ -88,12 +89,7 @@ def format_table(payload: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small dims, 2 rounds, 16 sentences (development)")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
-    parser.add_argument("--json", default="dropout", help="results name: benchmarks/results/<name>.json")
-    args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = benchmark_arguments(parser, "dropout", "small dims, 2 rounds, 16 sentences (development)", argv)
     settings = {
         "repeats": 2 if args.quick else 7,
         "batch": 16 if args.quick else 64,
@@ -104,9 +100,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for precision in ("fp32", "bf16"):
             print(f"{size}, {precision} ... (load {loadavg()})", flush=True)
             payload["rows"].append(measure(size, precision, settings["repeats"], settings["batch"]))
-    path = write_json(args.json, payload)
-    print(format_table(payload))
-    print(f"\nwrote {path}")
+    save_and_print(args.json, payload, format_table(payload))
     return payload
 
 

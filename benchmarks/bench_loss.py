@@ -31,13 +31,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from perf_common import (  # noqa: E402
     ablation_cpu_times,
+    benchmark_arguments,
     build_pair,
     loadavg,
     machine_info,
     make_batch,
     paired_ratio,
+    save_and_print,
     training_step,
-    write_json,
 )
 
 from hf_vaswani import modeling_vaswani  # noqa: E402
@@ -119,12 +120,7 @@ def format_table(payload: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small dims only, 3 rounds, 16 sentences")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
-    parser.add_argument("--json", default="loss", help="results name: benchmarks/results/<name>.json")
-    args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = benchmark_arguments(parser, "loss", "small dims only, 3 rounds, 16 sentences", argv)
     settings = {
         "repeats": 3 if args.quick else 9,
         "batch": 16 if args.quick else 64,
@@ -143,9 +139,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         else:
             row = measure_step(what, kind, settings["repeats"], settings["batch"])
         payload["rows"].append({**row, "loadavg_before": before, "loadavg_after": loadavg()})
-    path = write_json(args.json, payload)
-    print(format_table(payload))
-    print(f"\nwrote {path}")
+    save_and_print(args.json, payload, format_table(payload))
     return payload
 
 

@@ -37,7 +37,7 @@ from torch.profiler import ProfilerActivity, profile
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from perf_common import interleaved_times, loadavg, machine_info, make_batch, vaswani_config, write_json  # noqa: E402
+from perf_common import interleaved_times, loadavg, machine_info, make_batch, save_and_print, vaswani_config  # noqa: E402
 
 from hf_vaswani import VaswaniForConditionalGeneration  # noqa: E402
 
@@ -219,9 +219,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"generation vs output length (load {loadavg()})", flush=True)
     payload["generation"] = generation_vs_length(args)
     payload["loadavg_end"] = loadavg()
-    path = write_json(args.json, payload)
-    print(format_tables(payload))
-    print(f"\nwrote {path}")
+    save_and_print(args.json, payload, format_tables(payload))
     return payload
 
 

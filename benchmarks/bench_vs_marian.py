@@ -51,9 +51,9 @@ from perf_common import (  # noqa: E402
     machine_info,
     make_batch,
     paired_ratio,
+    save_and_print,
     training_step,
     transformer_flops,
-    write_json,
 )
 
 CONTENDERS = ("ours", "marian_sdpa", "marian_eager")
@@ -343,9 +343,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         train = kept.get("train", [])
         payload["train_measured"] = kept.get("train_measured") or kept["machine"]["date"]
     payload.update(train=train, generate=generate, goals=goals(train, generate), loadavg_end=loadavg())
-    path = write_json(args.json, payload)
-    print(format_tables(payload))
-    print(f"\nwrote {path}")
+    save_and_print(args.json, payload, format_tables(payload))
     return payload
 
 

@@ -20,6 +20,7 @@ embedding sums and every sub-layer output) is the same in both.
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import gc
 import json
@@ -384,4 +385,25 @@ def write_json(name: str, payload: dict[str, Any]) -> Path:
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     path = RESULTS_DIR / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+    return path
+
+
+def benchmark_arguments(
+    parser: argparse.ArgumentParser, default_json: str, quick_help: str, argv: list[str] | None
+) -> argparse.Namespace:
+    """Add the options every suite shares (`--quick`, `--threads`, `--json`), parse, and apply `--threads`."""
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--json", default=default_json, help="results name: benchmarks/results/<name>.json")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    return args
+
+
+def save_and_print(name: str, payload: dict[str, Any], table: str) -> Path:
+    """Write the results JSON, print the suite's table and where the JSON went."""
+    path = write_json(name, payload)
+    print(table)
+    print(f"\nwrote {path}")
     return path
