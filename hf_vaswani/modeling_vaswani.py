@@ -775,14 +775,15 @@ class VaswaniModel(VaswaniPreTrainedModel):
 
 
 def _loss_chunk_rows(logits: torch.Tensor) -> int:
-    """Rows of logits the loss handles at a time: on the CPU about 1 MB of float32 (at least 16 rows), so that the
+    """Rows of logits the loss handles at a time. On the CPU about 1 MB of float32 (at least 16 rows), so that the
     log-softmax, the picked and summed log-probabilities and the gradient of a chunk are all computed while it sits
-    in the core's cache, instead of in several passes over a (tokens, vocab) array; elsewhere, and under
-    compilation, all rows at once."""
+    in the core's cache, instead of in several passes over a (tokens, vocab) array; on accelerators 256 MB, which
+    bounds the float32 work buffers; under compilation all rows at once (the compiler fuses the passes itself)."""
     rows, vocab = logits.shape
-    if logits.device.type != "cpu" or _tracing():
+    if _tracing():
         return max(rows, 1)
-    return max(16, (1 << 18) // vocab)
+    elements = 1 << 18 if logits.device.type == "cpu" else 1 << 26
+    return max(16, elements // max(vocab, 1))
 
 
 def _label_smoothed_chunks(
@@ -851,7 +852,9 @@ class _LabelSmoothedCrossEntropySum(torch.autograd.Function):
             return _label_smoothed_chunks(logits, targets, scale, ctx.smoothing, True)[2], None, None, None
         if grad_output.device.type == "cpu" and not _tracing() and grad_output.item() == 1.0:
             return grad, None, None, None
-        return grad * grad_output.to(grad.dtype), None, None, None
+        if _tracing():
+            return grad * grad_output.to(grad.dtype), None, None, None
+        return grad.mul_(grad_output.to(grad.dtype)), None, None, None  # nobody else holds it yet
 
 
 def label_smoothed_cross_entropy(
