@@ -12,8 +12,12 @@ tunables make `malloc` keep and reuse that memory instead:
 
 The cost is that the process keeps its peak memory. The same training step as `bench_vs_marian.py` (64 x (16 + 16)
 tokens, forward with labels, backward, fused AdamW) runs for ours and `MarianMTModel` (same weights, eager
-attention: its faster CPU training path) in two child processes, one per allocator setting, each interleaving
-the two models. Reported per step: process CPU time (median of rounds) and minor page faults (`getrusage`).
+attention: its faster CPU training path), each model *alone* in its own child process, as a training run is:
+one process per (model, setting), in turn, `--rounds` times. (Two models interleaved in one process reuse the
+memory the other one freed, which hides the effect: a first version of this benchmark did that and saw no
+faults for ours.) Reported per step: process CPU time (median of steps, then of rounds) and minor page faults
+(`getrusage`). The ours / Marian ratios compare separate processes, so they are noisier than the interleaved
+ones of `bench_vs_marian.py`.
 """
 
 from __future__ import annotations
@@ -47,42 +51,48 @@ def _minor_faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def measure_in_this_process(size: str, precision: str, repeats: int, batch_size: int) -> dict[str, Any]:
-    """CPU seconds and page faults per training step of each model, interleaved rounds (child side)."""
+def measure_in_this_process(size: str, precision: str, model_name: str, repeats: int, batch_size: int) -> dict:
+    """CPU seconds and page faults per training step of one model, trained alone in this process (child side)."""
     ours, twins = build_pair(size, marian_attn=("eager",))
-    batch = make_batch(batch_size, 16, 16, ours.config.vocab_size, seed=1)
-    steps = {
-        "ours": training_step(ours, batch, precision == "bf16"),
-        "marian_eager": training_step(twins["eager"], batch, precision == "bf16"),
-    }
-    for step in steps.values():  # warm-up: the allocator reaches its steady state
-        step(), step()
-    seconds: dict[str, list[float]] = {name: [] for name in MODELS}
-    faults: dict[str, list[int]] = {name: [] for name in MODELS}
+    model = ours if model_name == "ours" else twins["eager"]
+    step = training_step(model, make_batch(batch_size, 16, 16, ours.config.vocab_size, seed=1), precision == "bf16")
+    for _ in range(3):  # warm-up: the allocator reaches its steady state
+        step()
+    seconds, faults = [], []
     for _ in range(repeats):
-        for name in MODELS:
-            faults_before, start = _minor_faults(), time.process_time()
-            steps[name]()
-            seconds[name].append(time.process_time() - start)
-            faults[name].append(_minor_faults() - faults_before)
-    summary = {}
-    for name in MODELS:
-        summary[name] = {"cpu_s": statistics.median(seconds[name]), "faults": statistics.median(faults[name])}
-        summary[name]["cpu_s_all"] = seconds[name]
-    return summary
+        faults_before, start = _minor_faults(), time.process_time()
+        step()
+        seconds.append(time.process_time() - start)
+        faults.append(_minor_faults() - faults_before)
+    return {"cpu_s": statistics.median(seconds), "faults": statistics.median(faults), "cpu_s_all": seconds}
 
 
 def measure(size: str, precision: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Run `measure_in_this_process` under each allocator setting in a child process."""
-    row: dict[str, Any] = {"size": size, "precision": precision, "loadavg_before": loadavg(), "settings": {}}
-    for setting, variables in SETTINGS.items():
-        command = [sys.executable, __file__, "--child", size, precision, "--repeats", str(args.repeats)]
-        command += ["--batch", str(args.batch)] + (["--threads", str(args.threads)] if args.threads else [])
-        environment = {**os.environ, **variables}
-        done = subprocess.run(command, env=environment, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"child for {setting!r} failed:\n{done.stderr[-2000:]}")
-        row["settings"][setting] = json.loads(done.stdout.strip().splitlines()[-1])
+    """One child process per (model, allocator setting), in turn, `args.rounds` times; medians over the rounds."""
+    row: dict[str, Any] = {"size": size, "precision": precision, "loadavg_before": loadavg()}
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {setting: {name: [] for name in MODELS} for setting in SETTINGS}
+    for _ in range(args.rounds):
+        for name in MODELS:
+            for setting, variables in SETTINGS.items():
+                command = [sys.executable, __file__, "--child", size, precision, name, "--repeats", str(args.repeats)]
+                command += ["--batch", str(args.batch)] + (["--threads", str(args.threads)] if args.threads else [])
+                done = subprocess.run(
+                    command, env={**os.environ, **variables}, capture_output=True, text=True, check=False
+                )
+                if done.returncode != 0:
+                    raise RuntimeError(f"child for {name}, {setting!r} failed:\n{done.stderr[-2000:]}")
+                runs[setting][name].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    row["settings"] = {
+        setting: {
+            name: {
+                "cpu_s": statistics.median(run["cpu_s"] for run in results),
+                "faults": statistics.median(run["faults"] for run in results),
+                "runs": results,
+            }
+            for name, results in by_model.items()
+        }
+        for setting, by_model in runs.items()
+    }
     row["loadavg_after"] = loadavg()
     return row
 
@@ -90,9 +100,9 @@ def measure(size: str, precision: str, args: argparse.Namespace) -> dict[str, An
 def format_table(payload: dict[str, Any]) -> str:
     default, kept = SETTINGS
     lines = [
-        f"Training step, {payload['settings']['batch']} sentences x (16 + 16) tokens, process CPU time (median of "
-        f"{payload['settings']['repeats']} interleaved rounds) and minor page faults per step; one child process per "
-        "allocator setting",
+        f"Training step, {payload['settings']['batch']} sentences x (16 + 16) tokens, each model alone in its own "
+        f"process: process CPU time and minor page faults per step (median of {payload['settings']['repeats']} "
+        f"steps, then of {payload['settings'].get('rounds', 1)} processes per model and setting)",
         "",
         "| dims | precision | allocator | ours ms | Marian eager ms | ours / Marian (speed) | ours faults "
         "| Marian faults | load before → after |",
@@ -128,9 +138,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     parser.add_argument("--repeats", type=int, default=None, help="interleaved rounds (default 5, quick 2)")
     parser.add_argument("--batch", type=int, default=None, help="sentences per batch (default 64, quick 16)")
     parser.add_argument("--json", default="allocator", help="results name: benchmarks/results/<name>.json")
-    parser.add_argument("--child", nargs=2, metavar=("SIZE", "PRECISION"), help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, default=None, help="child processes per model and setting (default 2)")
+    parser.add_argument("--child", nargs=3, metavar=("SIZE", "PRECISION", "MODEL"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.repeats = args.repeats or (2 if args.quick else 5)
+    args.rounds = args.rounds or (1 if args.quick else 2)
     args.batch = args.batch or (16 if args.quick else 64)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -138,7 +150,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
         print(json.dumps(measure_in_this_process(*args.child, args.repeats, args.batch)))
         return None
     sizes = ["small"] if args.quick else ["small", "base"]
-    settings = {"repeats": args.repeats, "batch": args.batch, "sizes": sizes, "allocators": SETTINGS}
+    settings = {
+        "repeats": args.repeats,
+        "rounds": args.rounds,
+        "batch": args.batch,
+        "sizes": sizes,
+        "allocators": SETTINGS,
+    }
     payload: dict[str, Any] = {"benchmark": "allocator", "machine": machine_info(), "settings": settings, "rows": []}
     for size in sizes:
         for precision in ("fp32", "bf16"):
