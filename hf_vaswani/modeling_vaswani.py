@@ -832,29 +832,35 @@ class _LabelSmoothedCrossEntropySum(torch.autograd.Function):
 
     @staticmethod
     def forward(
-        ctx: Any, logits: torch.Tensor, labels: torch.Tensor, smoothing: float, divisor: torch.Tensor
+        ctx: Any,
+        logits: torch.Tensor,
+        labels: torch.Tensor,
+        smoothing: float,
+        divisor: torch.Tensor,
+        grad_enabled: bool,
     ) -> torch.Tensor:
         valid = labels != -100
         targets = labels.masked_fill(~valid, 0)
         scale = torch.where(valid, 1.0 / divisor, 0.0).to(torch.float32)[:, None]
-        picked, summed, grad = _label_smoothed_chunks(logits, targets, scale, smoothing, ctx.needs_input_grad[0])
+        with_gradient = grad_enabled and ctx.needs_input_grad[0]  # (forward itself always runs without grad mode)
+        picked, summed, grad = _label_smoothed_chunks(logits, targets, scale, smoothing, with_gradient)
         row_loss = -(1.0 - smoothing) * picked - (smoothing / logits.shape[1]) * summed
         ctx.save_for_backward(logits, targets, scale)
         ctx.smoothing, ctx.grad = smoothing, grad
         return torch.where(valid, row_loss, 0.0).sum() / divisor
 
     @staticmethod
-    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor | None, None, None, None]:
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor | None, None, None, None, None]:
         grad, ctx.grad = ctx.grad, None  # a second backward (retain_graph) must not reuse a gradient handed out
         if grad is None:
             logits, targets, scale = ctx.saved_tensors
             scale = scale * grad_output.to(torch.float32)
-            return _label_smoothed_chunks(logits, targets, scale, ctx.smoothing, True)[2], None, None, None
+            return _label_smoothed_chunks(logits, targets, scale, ctx.smoothing, True)[2], None, None, None, None
         if grad_output.device.type == "cpu" and not _tracing() and grad_output.item() == 1.0:
-            return grad, None, None, None
+            return grad, None, None, None, None
         if _tracing():
-            return grad * grad_output.to(grad.dtype), None, None, None
-        return grad.mul_(grad_output.to(grad.dtype)), None, None, None  # nobody else holds it yet
+            return grad * grad_output.to(grad.dtype), None, None, None, None
+        return grad.mul_(grad_output.to(grad.dtype)), None, None, None, None  # nobody else holds it yet
 
 
 def label_smoothed_cross_entropy(
@@ -873,7 +879,9 @@ def label_smoothed_cross_entropy(
     if num_items_in_batch is None:
         num_items_in_batch = (labels != -100).sum()
     divisor = torch.as_tensor(num_items_in_batch, dtype=torch.float32, device=logits.device)
-    return _LabelSmoothedCrossEntropySum.apply(logits.reshape(-1, logits.shape[-1]), labels, float(smoothing), divisor)
+    return _LabelSmoothedCrossEntropySum.apply(
+        logits.reshape(-1, logits.shape[-1]), labels, float(smoothing), divisor, torch.is_grad_enabled()
+    )
 
 
 # What `generate` passes to `prepare_inputs_for_generation` besides the ids, cache and masks in the common case.

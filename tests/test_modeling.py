@@ -519,6 +519,24 @@ def test_label_smoothed_loss_backward_twice_through_one_graph():
     torch.testing.assert_close(logits.grad, 2.0 * first, atol=1e-7, rtol=1e-6)
 
 
+def test_label_smoothed_loss_writes_no_gradient_without_grad_mode(monkeypatch):
+    calls = []
+    original = modeling_vaswani._label_smoothed_chunks
+
+    def recording(*args):
+        calls.append(args[-1])
+        return original(*args)
+
+    monkeypatch.setattr(modeling_vaswani, "_label_smoothed_chunks", recording)
+    logits = torch.randn(4, 11, requires_grad=True)
+    labels = torch.tensor([1, 2, -100, 4])
+    with torch.no_grad():
+        without = label_smoothed_cross_entropy(logits, labels, 0.1)
+    with_grad = label_smoothed_cross_entropy(logits, labels, 0.1)
+    assert calls == [False, True]
+    torch.testing.assert_close(without, with_grad.detach())
+
+
 def test_label_smoothed_loss_with_every_label_ignored_has_a_zero_gradient():
     logits = torch.randn(2, 3, 11, requires_grad=True)
     loss = label_smoothed_cross_entropy(logits, torch.full((2, 3), -100), 0.1)
