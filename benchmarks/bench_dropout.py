@@ -14,7 +14,6 @@ Each ratio is contender time / ours (> 1: the change helps), from the process CP
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,16 +24,7 @@ from torch.nn import functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from perf_common import (  # noqa: E402
-    ablation_cpu_times,
-    benchmark_arguments,
-    build_pair,
-    loadavg,
-    machine_info,
-    make_batch,
-    save_and_print,
-    training_step,
-)
+from perf_common import benchmark_arguments, loadavg, machine_info, save_and_print, training_step_ablation  # noqa: E402
 
 from hf_vaswani import modeling_vaswani  # noqa: E402
 
@@ -51,21 +41,9 @@ def _use(contender: str) -> None:
 
 
 def measure(size: str, precision: str, repeats: int, batch_size: int) -> dict[str, Any]:
-    model, _ = build_pair(size, marian_attn=())
-    batch = make_batch(batch_size, 16, 16, model.config.vocab_size, seed=1)
-    step = training_step(model, batch, bf16=precision == "bf16")
-    before = loadavg()
-    times = ablation_cpu_times(CONTENDERS, _use, lambda contender: step(), repeats)
-    cpu = {name: statistics.median(times[name]) for name in CONTENDERS}
-    ratios = [a / b for a, b in zip(times["torch_dropout"], times["ours"], strict=True)]
-    return {
-        "size": size,
-        "precision": precision,
-        "cpu_seconds": cpu,
-        "ratio_torch_dropout_vs_ours": statistics.median(ratios),
-        "loadavg_before": before,
-        "loadavg_after": loadavg(),
-    }
+    row = training_step_ablation(size, precision, CONTENDERS, _use, repeats, batch_size)
+    row["ratio_torch_dropout_vs_ours"] = row["ratios"]["torch_dropout"]
+    return row
 
 
 def format_table(payload: dict[str, Any]) -> str:

@@ -328,6 +328,31 @@ def ablation_cpu_times(
         use(contenders[0])
 
 
+def training_step_ablation(
+    size: str,
+    precision: str,
+    contenders: tuple[str, ...],
+    use: Callable[[str], None],
+    repeats: int,
+    batch_size: int,
+) -> dict[str, Any]:
+    """Process CPU time of our training step (64 x (16 + 16) tokens by default, forward with labels, backward,
+    fused AdamW) under each contender (`contenders[0]`: the model as shipped), interleaved; `ratios[name]` is the
+    median over rounds of that contender's time / ours (> 1: the shipped model is faster)."""
+    model, _ = build_pair(size, marian_attn=())
+    step = training_step(model, make_batch(batch_size, 16, 16, model.config.vocab_size, seed=1), precision == "bf16")
+    before = loadavg()
+    times = ablation_cpu_times(contenders, use, lambda contender: step(), repeats)
+    return {
+        "size": size,
+        "precision": precision,
+        "cpu_seconds": {name: statistics.median(times[name]) for name in contenders},
+        "ratios": {name: paired_ratio(times[name], times[contenders[0]]) for name in contenders[1:]},
+        "loadavg_before": before,
+        "loadavg_after": loadavg(),
+    }
+
+
 def summary(times: list[float]) -> dict[str, float]:
     """Median, min and max of a list of seconds."""
     return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "n": len(times)}

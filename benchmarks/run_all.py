@@ -6,12 +6,13 @@
     python benchmarks/run_all.py --report-only   # rebuild RESULTS.md from benchmarks/results/*.json
 
 Runs, each in its own process: `bench_vs_marian.py` (training and generation vs MarianMTModel, MFU),
-`bench_decoding.py`, `bench_dropout.py` and `bench_loss.py` (what each CPU speed-up of the model buys: the model
-against itself with one change undone), `bench_allocator.py` (glibc's malloc defaults vs keeping freed memory, a
-process setting), `bench_scaling.py` (forward time and memory vs length, sdpa vs eager; generation time vs output
-length with and without the cache) and `bench_compile.py` (torch.compile vs eager training step). Each writes
-`benchmarks/results/<name>.json`; this script then prints the tables and writes RESULTS.md with the machine
-(CPU model, cores, threads, torch / transformers versions, date) and the load average before and after.
+`bench_decoding.py`, `bench_dropout.py`, `bench_loss.py` and `bench_attention_path.py` (what each CPU speed-up of
+the model buys: the model against itself with one change undone), `bench_allocator.py` (glibc's malloc defaults
+vs keeping freed memory, a process setting), `bench_scaling.py` (forward time and memory vs length, sdpa vs eager;
+generation time vs output length with and without the cache) and `bench_compile.py` (torch.compile vs eager
+training step). Each writes `benchmarks/results/<name>.json`; this script then prints the tables and writes
+RESULTS.md with the machine (CPU model, cores, threads, torch / transformers versions, date) and the load average
+before and after.
 `benchmarks/gpu.py` is run separately on a GPU machine; its `results/gpu.json` is included when present.
 """
 
@@ -30,6 +31,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import bench_allocator  # noqa: E402
+import bench_attention_path  # noqa: E402
 import bench_compile  # noqa: E402
 import bench_decoding  # noqa: E402
 import bench_dropout  # noqa: E402
@@ -45,6 +47,7 @@ SUITES = {
     "decoding": "bench_decoding.py",
     "dropout": "bench_dropout.py",
     "loss": "bench_loss.py",
+    "attention_path": "bench_attention_path.py",
     "allocator": "bench_allocator.py",
     "scaling": "bench_scaling.py",
     "compile": "bench_compile.py",
@@ -161,6 +164,16 @@ def report(run: dict[str, Any]) -> str:
             f"Measured {loss['machine']['date']}.",
             "",
             bench_loss.format_table(loss),
+            "",
+        ]
+    attention_path = _load("attention_path")
+    if attention_path:
+        lines += [
+            "## Which attention path CPU training takes (ours, ablation)",
+            "",
+            f"Measured {attention_path['machine']['date']}.",
+            "",
+            bench_attention_path.format_table(attention_path),
             "",
         ]
     allocator = _load("allocator")

@@ -182,6 +182,22 @@ def test_attention_weights_shapes_rows_and_masks(tiny_model, source_batch):
         assert torch.all(weights[1, :, :, 5:] == 0)
 
 
+@pytest.mark.parametrize(
+    ("dtype", "training", "expected"),
+    [
+        (torch.float32, True, "sdpa"),  # float32 CPU training: sdpa is the faster path
+        (torch.bfloat16, True, "eager"),  # its bf16 backward is slow on the CPU: two matmuls and a softmax instead
+        (torch.bfloat16, False, "sdpa"),  # inference keeps sdpa
+    ],
+)
+def test_cpu_attention_path_for_sdpa_models(dtype, training, expected):
+    model = VaswaniForConditionalGeneration(tiny_config()).train(training)
+    assert model.config._attn_implementation == "sdpa"
+    attention = model.model.encoder.layers[0].self_attn
+    chosen = attention._attention_function({}, torch.zeros(1, 2, 3, 16, dtype=dtype))
+    assert (chosen is modeling_vaswani.eager_attention_forward) == (expected == "eager")
+
+
 def test_sdpa_and_eager_logits_agree(tiny_model, source_batch):
     input_ids, attention_mask = source_batch
     decoder_input_ids = torch.tensor([[1, 7, 8, 9], [1, 10, 11, 12]])

@@ -318,7 +318,7 @@ class VaswaniAttention(nn.Module):
                 self_cache = cache.self_attention_cache if isinstance(cache, EncoderDecoderCache) else cache
                 key, value = self_cache.update(key, value, self.layer_idx)
 
-        output, weights = self._attention_function(kwargs, query.device)(
+        output, weights = self._attention_function(kwargs, query)(
             self,
             query,
             key,
@@ -331,7 +331,7 @@ class VaswaniAttention(nn.Module):
         output = output.reshape(batch, length, -1)
         return self.out_proj(output), weights
 
-    def _attention_function(self, kwargs: dict, device: torch.device) -> Callable:
+    def _attention_function(self, kwargs: dict, query: torch.Tensor) -> Callable:
         # Attention weights exist only on the eager path: when they are asked for, this call runs eager whatever
         # the model's implementation, instead of returning `None` weights.
         wants_weights = kwargs.get("output_attentions")
@@ -340,9 +340,16 @@ class VaswaniAttention(nn.Module):
         implementation = self.config._attn_implementation
         if wants_weights or implementation in (None, "eager"):
             return eager_attention_forward
-        # PyTorch's CPU flash-attention backward is several times slower than two matmuls and a softmax for
-        # sentence-length inputs (benchmarks/RESULTS.md), so CPU training takes the math path; same result.
-        if implementation == "sdpa" and device.type == "cpu" and torch.is_grad_enabled() and self.training:
+        # PyTorch's CPU flash-attention backward in bf16/fp16 is several times slower than two matmuls and a
+        # softmax for sentence-length inputs (a whole training step ~1.7x slower), so reduced-precision CPU
+        # training takes the math path; same result. In float32 sdpa is the faster one (1-2 % a step).
+        if (
+            implementation == "sdpa"
+            and query.device.type == "cpu"
+            and query.dtype in (torch.bfloat16, torch.float16)
+            and torch.is_grad_enabled()
+            and self.training
+        ):
             return eager_attention_forward
         return ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
 
