@@ -1,23 +1,24 @@
-"""What the C library's allocator costs a CPU training step: glibc's defaults vs. keeping freed memory, side by side.
+"""What the C library's allocator costs CPU training and generation: glibc's defaults vs. keeping freed memory.
 
     python benchmarks/bench_allocator.py --threads 1
 
-Not a change to the model: a setting of the process that trains it. glibc's `malloc` serves large blocks with
-fresh `mmap`ed pages and hands freed memory back to the system (`munmap`, heap trimming), so a tensor of tens of
-megabytes allocated in every step (float32 logits of 1024 tokens x 8000 words are 33 MB) touches new pages every
-time, and each first touch is a page fault (a few microseconds per 4 KB page in a virtual machine). Two glibc
-tunables make `malloc` keep and reuse that memory instead:
+Not a change to the model: a setting of the process that runs it. glibc's `malloc` serves large blocks with
+fresh `mmap`ed pages and hands freed memory back to the system (`munmap`, heap trimming), so tensors of megabytes
+allocated in every step (float32 logits of 1024 tokens x 8000 words are 33 MB; beam search's (128, 8000) scores
+4 MB) touch new pages again and again, and each first touch is a page fault (a few microseconds per 4 KB page in a
+virtual machine). Two glibc tunables make `malloc` keep and reuse that memory instead:
 
-    MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1099511627776 python train.py ...
+    MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824 python train.py ...
 
-The cost is that the process keeps its peak memory. The same training step as `bench_vs_marian.py` (64 x (16 + 16)
-tokens, forward with labels, backward, fused AdamW) runs for ours and `MarianMTModel` (same weights, eager
-attention: its faster CPU training path), each model *alone* in its own child process, as a training run is:
-one process per (model, setting), in turn, `--rounds` times. (Two models interleaved in one process reuse the
-memory the other one freed, which hides the effect: a first version of this benchmark did that and saw no
-faults for ours.) Reported per step: process CPU time (median of steps, then of rounds) and minor page faults
-(`getrusage`). The ours / Marian ratios compare separate processes, so they are noisier than the interleaved
-ones of `bench_vs_marian.py`.
+(`hf_vaswani.runtime.keep_freed_memory()` sets the same from Python; the ``hf-vaswani`` commands and the demo
+call it.) The cost is that the process keeps its peak memory. Workloads: the training step of `bench_vs_marian.py` (64 x
+(16 + 16) tokens, forward with labels, backward, fused AdamW; fp32 and bf16) and `generate()` with beam 4 (32
+sentences x 24 new tokens, float32), for ours and `MarianMTModel` (same weights, eager attention), each model
+*alone* in its own child process, as a real run is: one process per (model, setting), in turn, `--rounds` times.
+(Two models interleaved in one process reuse the memory the other one freed, which hides the effect: a first
+version of this benchmark did that and saw no faults for ours.) Reported per call: process CPU time (median of
+calls, then of rounds) and minor page faults (`getrusage`). The ours / Marian ratios compare separate processes,
+so they are noisier than the interleaved ones of `bench_vs_marian.py`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +44,8 @@ from perf_common import build_pair, loadavg, machine_info, make_batch, save_and_
 
 SETTINGS = {
     "glibc default": {},
-    "keep freed memory": {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(1 << 40)},
+    # What hf_vaswani.runtime.keep_freed_memory() sets with mallopt (32 MiB: the largest mmap threshold it takes).
+    "keep freed memory": {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)},
 }
 MODELS = ("ours", "marian_eager")
 
@@ -51,30 +54,54 @@ def _minor_faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def measure_in_this_process(size: str, precision: str, model_name: str, repeats: int, batch_size: int) -> dict:
-    """CPU seconds and page faults per training step of one model, trained alone in this process (child side)."""
+WORKLOADS = {"fp32": "training step, fp32", "bf16": "training step, bf16", "beam4": "generate(), beam 4"}
+
+
+def _workload(size: str, workload: str, model_name: str, batch_size: int) -> Callable[[], Any]:
     ours, twins = build_pair(size, marian_attn=("eager",))
     model = ours if model_name == "ours" else twins["eager"]
-    step = training_step(model, make_batch(batch_size, 16, 16, ours.config.vocab_size, seed=1), precision == "bf16")
+    if workload in ("fp32", "bf16"):
+        batch = make_batch(batch_size, 16, 16, ours.config.vocab_size, seed=1)
+        return training_step(model, batch, workload == "bf16")
+    source = make_batch(32, 16, 16, ours.config.vocab_size, seed=2)
+    model.eval()
+
+    def translate() -> None:
+        with torch.inference_mode():
+            model.generate(
+                input_ids=source["input_ids"],
+                attention_mask=source["attention_mask"],
+                num_beams=4,
+                do_sample=False,
+                max_new_tokens=24,
+                min_new_tokens=24,
+            )
+
+    return translate
+
+
+def measure_in_this_process(size: str, workload: str, model_name: str, repeats: int, batch_size: int) -> dict:
+    """CPU seconds and page faults per call of one workload of one model, alone in this process (child side)."""
+    call = _workload(size, workload, model_name, batch_size)
     for _ in range(3):  # warm-up: the allocator reaches its steady state
-        step()
+        call()
     seconds, faults = [], []
     for _ in range(repeats):
         faults_before, start = _minor_faults(), time.process_time()
-        step()
+        call()
         seconds.append(time.process_time() - start)
         faults.append(_minor_faults() - faults_before)
     return {"cpu_s": statistics.median(seconds), "faults": statistics.median(faults), "cpu_s_all": seconds}
 
 
-def measure(size: str, precision: str, args: argparse.Namespace) -> dict[str, Any]:
+def measure(size: str, workload: str, args: argparse.Namespace) -> dict[str, Any]:
     """One child process per (model, allocator setting), in turn, `args.rounds` times; medians over the rounds."""
-    row: dict[str, Any] = {"size": size, "precision": precision, "loadavg_before": loadavg()}
+    row: dict[str, Any] = {"size": size, "workload": workload, "loadavg_before": loadavg()}
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {setting: {name: [] for name in MODELS} for setting in SETTINGS}
     for _ in range(args.rounds):
         for name in MODELS:
             for setting, variables in SETTINGS.items():
-                command = [sys.executable, __file__, "--child", size, precision, name, "--repeats", str(args.repeats)]
+                command = [sys.executable, __file__, "--child", size, workload, name, "--repeats", str(args.repeats)]
                 command += ["--batch", str(args.batch)] + (["--threads", str(args.threads)] if args.threads else [])
                 done = subprocess.run(
                     command, env={**os.environ, **variables}, capture_output=True, text=True, check=False
@@ -97,14 +124,20 @@ def measure(size: str, precision: str, args: argparse.Namespace) -> dict[str, An
     return row
 
 
+def _label(row: dict[str, Any]) -> str:
+    workload = row.get("workload") or row["precision"]  # "precision": results written before generate() was added
+    return WORKLOADS[workload]
+
+
 def format_table(payload: dict[str, Any]) -> str:
     default, kept = SETTINGS
     lines = [
-        f"Training step, {payload['settings']['batch']} sentences x (16 + 16) tokens, each model alone in its own "
-        f"process: process CPU time and minor page faults per step (median of {payload['settings']['repeats']} "
-        f"steps, then of {payload['settings'].get('rounds', 1)} processes per model and setting)",
+        f"Training step: {payload['settings']['batch']} sentences x (16 + 16) tokens; generate(): 32 sentences x 24 "
+        "new tokens, beam 4, float32. Each model alone in its own process: process CPU time and minor page faults "
+        f"per call (median of {payload['settings']['repeats']} calls, then of "
+        f"{payload['settings'].get('rounds', 1)} processes per model and setting)",
         "",
-        "| dims | precision | allocator | ours ms | Marian eager ms | ours / Marian (speed) | ours faults "
+        "| dims | workload | allocator | ours ms | Marian eager ms | ours / Marian (speed) | ours faults "
         "| Marian faults | load before → after |",
         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
@@ -113,7 +146,7 @@ def format_table(payload: dict[str, Any]) -> str:
             result = row["settings"][setting]
             ours, marian = result["ours"], result["marian_eager"]
             lines.append(
-                f"| {row['size']} | {row['precision']} | {setting} | {ours['cpu_s'] * 1e3:.0f} | "
+                f"| {row['size']} | {_label(row)} | {setting} | {ours['cpu_s'] * 1e3:.0f} | "
                 f"{marian['cpu_s'] * 1e3:.0f} | {marian['cpu_s'] / ours['cpu_s']:.2f} | {ours['faults']:,.0f} | "
                 f"{marian['faults']:,.0f} | {row['loadavg_before'][0]:.1f} → {row['loadavg_after'][0]:.1f} |"
             )
@@ -121,13 +154,13 @@ def format_table(payload: dict[str, Any]) -> str:
         "",
         "Speed-up from keeping freed memory (glibc default / kept, per model):",
         "",
-        "| dims | precision | ours | Marian eager |",
+        "| dims | workload | ours | Marian eager |",
         "| --- | --- | ---: | ---: |",
     ]
     for row in payload["rows"]:
         default_result, kept_result = row["settings"][default], row["settings"][kept]
         gains = [default_result[name]["cpu_s"] / kept_result[name]["cpu_s"] for name in MODELS]
-        lines.append(f"| {row['size']} | {row['precision']} | {gains[0]:.2f} | {gains[1]:.2f} |")
+        lines.append(f"| {row['size']} | {_label(row)} | {gains[0]:.2f} | {gains[1]:.2f} |")
     return "\n".join(lines)
 
 
@@ -139,7 +172,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     parser.add_argument("--batch", type=int, default=None, help="sentences per batch (default 64, quick 16)")
     parser.add_argument("--json", default="allocator", help="results name: benchmarks/results/<name>.json")
     parser.add_argument("--rounds", type=int, default=None, help="child processes per model and setting (default 2)")
-    parser.add_argument("--child", nargs=3, metavar=("SIZE", "PRECISION", "MODEL"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=3, metavar=("SIZE", "WORKLOAD", "MODEL"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.repeats = args.repeats or (2 if args.quick else 5)
     args.rounds = args.rounds or (1 if args.quick else 2)
@@ -159,9 +192,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     }
     payload: dict[str, Any] = {"benchmark": "allocator", "machine": machine_info(), "settings": settings, "rows": []}
     for size in sizes:
-        for precision in ("fp32", "bf16"):
-            print(f"{size}, {precision} ... (load {loadavg()})", flush=True)
-            payload["rows"].append(measure(size, precision, args))
+        for workload in WORKLOADS:
+            print(f"{size}, {workload} ... (load {loadavg()})", flush=True)
+            payload["rows"].append(measure(size, workload, args))
     save_and_print(args.json, payload, format_table(payload))
     return payload
 

@@ -182,7 +182,8 @@ def report(run: dict[str, Any]) -> str:
             "## The C library's allocator and a training step (a process setting, not the model)",
             "",
             f"Measured {allocator['machine']['date']}. `glibc default`: the environment as is; `keep freed memory`: "
-            "`MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1099511627776` (see `bench_allocator.py`).",
+            "`MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824`, what "
+            "`hf_vaswani.runtime.keep_freed_memory()` sets (see `bench_allocator.py`).",
             "",
             bench_allocator.format_table(allocator),
             "",

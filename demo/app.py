@@ -26,12 +26,14 @@ if importlib.util.find_spec("hf_vaswani") is None:
             break
 
 from hf_vaswani.demo_app import build_app, launch_app  # noqa: E402
+from hf_vaswani.runtime import keep_freed_memory  # noqa: E402
 
 __all__ = ["build_app", "main"]
 
 
 def main() -> None:
     """Build the app on the default model and serve it until interrupted."""
+    keep_freed_memory()  # beam search without page faults (hf_vaswani.runtime); HF_VASWANI_KEEP_FREED_MEMORY=0: off
     port = os.environ.get("GRADIO_SERVER_PORT")
     launch_app(
         build_app(),

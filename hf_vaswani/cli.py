@@ -19,6 +19,8 @@ import sys
 import warnings
 from collections.abc import Iterator, Sequence
 
+from .runtime import keep_freed_memory
+
 __all__ = ["COMMANDS", "build_parser", "finite_float", "main", "positive_int"]
 
 #: (subcommand, module that adds it, one-line help). One module may add several subcommands.
@@ -134,6 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:  # a placeholder: its module did not add it (should not happen)
         parser.error(f"the subcommand {args.command!r} is not available")
     user_errors = USER_ERRORS + tuple(getattr(args, "user_errors", ()))
+    keep_freed_memory()  # faster CPU training and beam search (hf_vaswani.runtime); HF_VASWANI_KEEP_FREED_MEMORY=0: off
     try:
         with _one_line_warnings(args.command):
             return int(func(args) or 0)
