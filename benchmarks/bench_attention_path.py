@@ -27,7 +27,7 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from perf_common import benchmark_arguments, loadavg, machine_info, save_and_print, training_step_ablation  # noqa: E402
+from perf_common import benchmark_arguments, run_training_step_ablations, save_and_print  # noqa: E402
 
 from hf_vaswani import modeling_vaswani  # noqa: E402
 
@@ -71,18 +71,7 @@ def format_table(payload: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     args = benchmark_arguments(parser, "attention_path", "small dims, 2 rounds, 16 sentences (development)", argv)
-    settings = {
-        "repeats": 2 if args.quick else 7,
-        "batch": 16 if args.quick else 64,
-        "sizes": ["small"] if args.quick else ["small", "base"],
-    }
-    payload: dict[str, Any] = {"benchmark": "attention_path", "machine": machine_info(), "settings": settings}
-    payload["rows"] = []
-    for size in settings["sizes"]:
-        for precision in ("fp32", "bf16"):
-            print(f"{size}, {precision} ... (load {loadavg()})", flush=True)
-            row = training_step_ablation(size, precision, CONTENDERS, _use, settings["repeats"], settings["batch"])
-            payload["rows"].append(row)
+    payload = run_training_step_ablations("attention_path", CONTENDERS, _use, args)
     save_and_print(args.json, payload, format_table(payload))
     return payload
 

@@ -24,7 +24,7 @@ from torch.nn import functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from perf_common import benchmark_arguments, loadavg, machine_info, save_and_print, training_step_ablation  # noqa: E402
+from perf_common import benchmark_arguments, run_training_step_ablations, save_and_print  # noqa: E402
 
 from hf_vaswani import modeling_vaswani  # noqa: E402
 
@@ -40,12 +40,6 @@ def _use(contender: str) -> None:
     modeling_vaswani.vaswani_dropout = _torch_dropout if contender == "torch_dropout" else _OURS
 
 
-def measure(size: str, precision: str, repeats: int, batch_size: int) -> dict[str, Any]:
-    row = training_step_ablation(size, precision, CONTENDERS, _use, repeats, batch_size)
-    row["ratio_torch_dropout_vs_ours"] = row["ratios"]["torch_dropout"]
-    return row
-
-
 def format_table(payload: dict[str, Any]) -> str:
     settings = payload["settings"]
     lines = [
@@ -59,7 +53,7 @@ def format_table(payload: dict[str, Any]) -> str:
         cpu = row["cpu_seconds"]
         lines.append(
             f"| {row['size']} | {row['precision']} | {cpu['ours'] * 1e3:.0f} | {cpu['torch_dropout'] * 1e3:.0f} | "
-            f"{row['ratio_torch_dropout_vs_ours']:.2f} | "
+            f"{row['ratios']['torch_dropout']:.2f} | "
             f"{row['loadavg_before'][0]:.1f} → {row['loadavg_after'][0]:.1f} |"
         )
     return "\n".join(lines)
@@ -68,16 +62,7 @@ def format_table(payload: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     args = benchmark_arguments(parser, "dropout", "small dims, 2 rounds, 16 sentences (development)", argv)
-    settings = {
-        "repeats": 2 if args.quick else 7,
-        "batch": 16 if args.quick else 64,
-        "sizes": ["small"] if args.quick else ["small", "base"],
-    }
-    payload: dict[str, Any] = {"benchmark": "dropout", "machine": machine_info(), "settings": settings, "rows": []}
-    for size in settings["sizes"]:
-        for precision in ("fp32", "bf16"):
-            print(f"{size}, {precision} ... (load {loadavg()})", flush=True)
-            payload["rows"].append(measure(size, precision, settings["repeats"], settings["batch"]))
+    payload = run_training_step_ablations("dropout", CONTENDERS, _use, args)
     save_and_print(args.json, payload, format_table(payload))
     return payload
 

@@ -32,13 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from perf_common import (  # noqa: E402
     ablation_cpu_times,
     benchmark_arguments,
-    build_pair,
     loadavg,
     machine_info,
-    make_batch,
     paired_ratio,
     save_and_print,
-    training_step,
+    training_step_ablation,
 )
 
 from hf_vaswani import modeling_vaswani  # noqa: E402
@@ -87,16 +85,8 @@ def measure_loss(dtype: torch.dtype, repeats: int, rows: int, vocab: int) -> dic
 
 
 def measure_step(size: str, precision: str, repeats: int, batch_size: int) -> dict[str, Any]:
-    model, _ = build_pair(size, marian_attn=())
-    batch = make_batch(batch_size, 16, 16, model.config.vocab_size, seed=1)
-    step = training_step(model, batch, bf16=precision == "bf16")
-    times = ablation_cpu_times(CONTENDERS, _use, lambda contender: step(), repeats)
-    return {
-        "what": f"training step, {size}",
-        "dtype": precision,
-        "cpu_seconds": {name: statistics.median(times[name]) for name in CONTENDERS},
-        "ratio": paired_ratio(times["torch_cross_entropy"], times["ours"]),
-    }
+    row = training_step_ablation(size, precision, CONTENDERS, _use, repeats, batch_size)
+    return {**row, "what": f"training step, {size}", "dtype": precision, "ratio": row["ratios"]["torch_cross_entropy"]}
 
 
 def format_table(payload: dict[str, Any]) -> str:

@@ -353,6 +353,25 @@ def training_step_ablation(
     }
 
 
+def run_training_step_ablations(
+    name: str, contenders: tuple[str, ...], use: Callable[[str], None], args: argparse.Namespace
+) -> dict[str, Any]:
+    """A whole ablation suite: `training_step_ablation` for small and base dims (small only with `--quick`), fp32
+    and bf16; returns the payload (machine, settings, rows) that `save_and_print` writes."""
+    settings = {
+        "repeats": 2 if args.quick else 7,
+        "batch": 16 if args.quick else 64,
+        "sizes": ["small"] if args.quick else ["small", "base"],
+    }
+    payload: dict[str, Any] = {"benchmark": name, "machine": machine_info(), "settings": settings, "rows": []}
+    for size in settings["sizes"]:
+        for precision in ("fp32", "bf16"):
+            print(f"{size}, {precision} ... (load {loadavg()})", flush=True)
+            row = training_step_ablation(size, precision, contenders, use, settings["repeats"], settings["batch"])
+            payload["rows"].append(row)
+    return payload
+
+
 def summary(times: list[float]) -> dict[str, float]:
     """Median, min and max of a list of seconds."""
     return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "n": len(times)}

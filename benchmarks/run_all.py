@@ -76,6 +76,28 @@ def _load(name: str) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+# Suites measured on their own, each a section of RESULTS.md: (results name, title, table formatter, note).
+_ABLATION_SECTIONS = [
+    ("decoding", "What each decoding change buys (ours, ablation)", bench_decoding.format_table, ""),
+    ("dropout", "What the CPU dropout buys in a training step (ours, ablation)", bench_dropout.format_table, ""),
+    ("loss", "What the hand-written label-smoothed loss buys (ours, ablation)", bench_loss.format_table, ""),
+    (
+        "attention_path",
+        "Which attention path CPU training takes (ours, ablation)",
+        bench_attention_path.format_table,
+        "",
+    ),
+    (
+        "allocator",
+        "The C library's allocator, training and beam search (a process setting, not the model)",
+        bench_allocator.format_table,
+        " `glibc default`: the environment as is; `keep freed memory`: "
+        "`MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824`, what "
+        "`hf_vaswani.runtime.keep_freed_memory()` sets (see `bench_allocator.py`).",
+    ),
+]
+
+
 def report(run: dict[str, Any]) -> str:
     """RESULTS.md: machine and conditions, then every suite's tables, then the goals."""
     machine = run["machine"]
@@ -136,58 +158,10 @@ def report(run: dict[str, Any]) -> str:
             "matmul rate measured in the same rounds.",
             "",
         ]
-    decoding = _load("decoding")
-    if decoding:
-        lines += [
-            "## What each decoding change buys (ours, ablation)",
-            "",
-            f"Measured {decoding['machine']['date']}.",
-            "",
-            bench_decoding.format_table(decoding),
-            "",
-        ]
-    dropout = _load("dropout")
-    if dropout:
-        lines += [
-            "## What the CPU dropout buys in a training step (ours, ablation)",
-            "",
-            f"Measured {dropout['machine']['date']}.",
-            "",
-            bench_dropout.format_table(dropout),
-            "",
-        ]
-    loss = _load("loss")
-    if loss:
-        lines += [
-            "## What the hand-written label-smoothed loss buys (ours, ablation)",
-            "",
-            f"Measured {loss['machine']['date']}.",
-            "",
-            bench_loss.format_table(loss),
-            "",
-        ]
-    attention_path = _load("attention_path")
-    if attention_path:
-        lines += [
-            "## Which attention path CPU training takes (ours, ablation)",
-            "",
-            f"Measured {attention_path['machine']['date']}.",
-            "",
-            bench_attention_path.format_table(attention_path),
-            "",
-        ]
-    allocator = _load("allocator")
-    if allocator:
-        lines += [
-            "## The C library's allocator and a training step (a process setting, not the model)",
-            "",
-            f"Measured {allocator['machine']['date']}. `glibc default`: the environment as is; `keep freed memory`: "
-            "`MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824`, what "
-            "`hf_vaswani.runtime.keep_freed_memory()` sets (see `bench_allocator.py`).",
-            "",
-            bench_allocator.format_table(allocator),
-            "",
-        ]
+    for name, title, formatter, note in _ABLATION_SECTIONS:
+        results = _load(name)
+        if results:
+            lines += [f"## {title}", "", f"Measured {results['machine']['date']}.{note}", "", formatter(results), ""]
     if scaling:
         lines += ["## Scaling with length (ours)", "", bench_scaling.format_tables(scaling), ""]
     if compiled:
