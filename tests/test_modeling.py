@@ -329,6 +329,9 @@ def test_linear_inference_path_is_nn_linear_with_a_fresh_transposed_copy():
     with torch.inference_mode():
         torch.testing.assert_close(layer(x), nn.functional.linear(x, layer.weight, layer.bias), rtol=0, atol=1e-6)
     assert set(layer.state_dict()) == {"weight", "bias"}
+    copy = layer.__dict__["_inference_weights"]["column_major"]
+    layer.eval()  # an evaluation loop calls eval() again and again: the copy stays
+    assert layer.__dict__["_inference_weights"]["column_major"] is copy
     layer.train()
     assert "_inference_weights" not in layer.__dict__
     single_row = torch.randn(1, 1, 16)  # a matrix-vector product keeps the row-major weight, no copy

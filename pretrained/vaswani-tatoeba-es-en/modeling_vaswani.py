@@ -128,11 +128,12 @@ class VaswaniLinear(nn.Linear):
     (`torch.ops.mkl`, the kernel `torch.compile` uses for frozen CPU linears); a single row (one sentence, greedy)
     keeps the row-major weight, the best layout for a matrix-vector product. `generate()` on 32 sentences runs
     1.09-1.19x as fast as with `nn.Linear` (`benchmarks/bench_decoding.py`). The copies are made again whenever
-    the weight changes (in-place updates bump its version) and dropped by `train()`. Training products have
-    thousands of rows and gain nothing from them, and under `torch.compile` or on an accelerator the plain
-    `F.linear` is used. The state dict and saved files are those of `nn.Linear`; the cost is memory: while the
-    model runs inference on the CPU, up to two more copies of a projection's weight (W^T, and the packed one for
-    the layers that decode in float32).
+    the weight changes (in-place updates bump its version) and dropped by `train(True)`, but not by `eval()`,
+    which evaluation and translation loops call before every batch (re-making them costs 5-10 % of a
+    `generate()` call). Training products have thousands of rows and gain nothing from them, and under
+    `torch.compile` or on an accelerator the plain `F.linear` is used. The state dict and saved files are those of
+    `nn.Linear`; the cost is memory: while the model runs inference on the CPU, up to two more copies of a
+    projection's weight (W^T, and the packed one for the layers that decode in float32).
     """
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
@@ -171,7 +172,8 @@ class VaswaniLinear(nn.Linear):
         return F.linear(input, column_major, self.bias)
 
     def train(self, mode: bool = True) -> "VaswaniLinear":
-        self.__dict__.pop("_inference_weights", None)
+        if mode:  # training makes the copies useless; `eval()` keeps them for the next inference call
+            self.__dict__.pop("_inference_weights", None)
         return super().train(mode)
 
 
