@@ -93,7 +93,8 @@ _ABLATION_SECTIONS = [
         bench_allocator.format_table,
         " `glibc default`: the environment as is; `keep freed memory`: "
         "`MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824`, what "
-        "`hf_vaswani.runtime.keep_freed_memory()` sets (see `bench_allocator.py`).",
+        "`hf_vaswani.runtime.keep_freed_memory()` sets; `huge pages`: `THP_MEM_ALLOC_ENABLE=1` (PyTorch marks CPU "
+        "tensors of 2 MB or more for transparent huge pages); both together (see `bench_allocator.py`).",
     ),
 ]
 
