@@ -8,7 +8,8 @@
 # `run` installs the wheels into /tmp/site (never over the machine's own packages), prints the versions and the
 # GPU, then runs gpu.py under a time limit (GPU_TIMEOUT seconds, default 480) with output unbuffered. Results go to
 # $OUT when that is set (the device tool's folder of files to bring back), else to benchmarks/results/.
-# GPU_ARGS adds arguments to gpu.py, e.g. GPU_ARGS="--device cpu --smoke" to check the whole path without a GPU.
+# GPU_ARGS adds arguments to gpu.py, e.g. GPU_ARGS="--device cpu --smoke" to check the whole path without a GPU;
+# GPU_WHEELS names another folder of wheels than .whl/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,8 +18,10 @@ cd "$(dirname "$0")/.."
 WHEELS=("transformers==5.24.0" "regex==2026.11.19")
 PYTHON_VERSION="${GPU_PYTHON_VERSION:-3.12}"
 
+WHEEL_DIR="${GPU_WHEELS:-.whl}"
+
 fetch() {
-  mkdir -p .whl
+  mkdir -p "$WHEEL_DIR"
   local platforms=()
   for n in 2_28 2_27 2_17 2014 1; do
     case "$n" in
@@ -27,14 +30,15 @@ fetch() {
     esac
   done
   "${PYTHON:-python3}" -m pip download --no-deps --only-binary=:all: --python-version "$PYTHON_VERSION" \
-    --implementation cp "${platforms[@]}" -d .whl "${WHEELS[@]}"
-  ls -l .whl
+    --implementation cp "${platforms[@]}" -d "$WHEEL_DIR" "${WHEELS[@]}"
+  ls -l "$WHEEL_DIR"
 }
 
 run() {
   local python="${PYTHON:-python3}" out="${OUT:-benchmarks/results}"
-  if compgen -G ".whl/*.whl" >/dev/null; then
-    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  if compgen -G "$WHEEL_DIR/*.whl" >/dev/null; then
+    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+      "$WHEEL_DIR"/*.whl
     export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
   fi
   "$python" -c 'import sys, torch, transformers
