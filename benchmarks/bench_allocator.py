@@ -41,7 +41,15 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from perf_common import build_pair, loadavg, machine_info, make_batch, save_and_print, training_step  # noqa: E402
+from perf_common import (  # noqa: E402
+    benchmark_arguments,
+    build_pair,
+    loadavg,
+    machine_info,
+    make_batch,
+    save_and_print,
+    training_step,
+)
 
 KEEP_FREED = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
 # PyTorch's own switch (read once, when torch allocates its first tensor): CPU tensors of 2 MB or more are aligned
@@ -175,19 +183,14 @@ def format_table(payload: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small dims only, 2 rounds, 16 sentences")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--repeats", type=int, default=None, help="interleaved rounds (default 5, quick 2)")
     parser.add_argument("--batch", type=int, default=None, help="sentences per batch (default 64, quick 16)")
-    parser.add_argument("--json", default="allocator", help="results name: benchmarks/results/<name>.json")
     parser.add_argument("--rounds", type=int, default=None, help="child processes per model and setting (default 2)")
     parser.add_argument("--child", nargs=3, metavar=("SIZE", "WORKLOAD", "MODEL"), help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = benchmark_arguments(parser, "allocator", "small dims only, 2 rounds, 16 sentences", argv)
     args.repeats = args.repeats or (2 if args.quick else 5)
     args.rounds = args.rounds or (1 if args.quick else 2)
     args.batch = args.batch or (16 if args.quick else 64)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     if args.child:
         print(json.dumps(measure_in_this_process(*args.child, args.repeats, args.batch)))
         return None

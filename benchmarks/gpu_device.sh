@@ -22,13 +22,8 @@ WHEEL_DIR="${GPU_WHEELS:-.whl}"
 
 fetch() {
   mkdir -p "$WHEEL_DIR"
-  local platforms=()
-  for n in 2_28 2_27 2_17 2014 1; do
-    case "$n" in
-      2014 | 1) platforms+=(--platform "manylinux${n}_x86_64") ;;
-      *) platforms+=(--platform "manylinux_${n}_x86_64") ;;
-    esac
-  done
+  local platforms=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64)
   "${PYTHON:-python3}" -m pip download --no-deps --only-binary=:all: --python-version "$PYTHON_VERSION" \
     --implementation cp "${platforms[@]}" -d "$WHEEL_DIR" "${WHEELS[@]}"
   ls -l "$WHEEL_DIR"
