@@ -46,6 +46,7 @@ from perf_common import (  # noqa: E402
     RESULTS_DIR,
     build_pair,
     check_same_function,
+    generate_call,
     interleaved_times,
     loadavg,
     machine_info,
@@ -146,24 +147,6 @@ def train_benchmark(args: argparse.Namespace, size: str, precision: str) -> dict
     return result
 
 
-def _generate(model: torch.nn.Module, inputs: dict[str, torch.Tensor], beams: int, new_tokens: int) -> Callable:
-    model.eval()
-    outputs: dict[str, torch.Tensor] = {}
-
-    def run() -> None:
-        with torch.inference_mode():
-            outputs["tokens"] = model.generate(
-                **inputs,
-                num_beams=beams,
-                do_sample=False,
-                max_new_tokens=new_tokens,
-                min_new_tokens=new_tokens,
-            )
-
-    run.outputs = outputs  # type: ignore[attr-defined]
-    return run
-
-
 def generate_benchmark(args: argparse.Namespace, size: str) -> dict[str, Any]:
     """Greedy and beam-4 sentences/s on a batch, and one-sentence latency, interleaved over the three models."""
     models, differences = _models(size, args.vocab)
@@ -180,7 +163,7 @@ def generate_benchmark(args: argparse.Namespace, size: str) -> dict[str, Any]:
     }
     modes = {"greedy": (inputs, 1), "beam4": (inputs, 4), "latency_1_sentence": (single, 1)}
     for mode, (mode_inputs, beams) in modes.items():
-        functions = {name: _generate(model, mode_inputs, beams, args.new_tokens) for name, model in models.items()}
+        functions = {name: generate_call(model, mode_inputs, beams, args.new_tokens) for name, model in models.items()}
         before = loadavg()
         timings = interleaved_times(functions, repeats=args.repeats, warmup=1)
         after = loadavg()

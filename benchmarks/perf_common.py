@@ -229,6 +229,28 @@ def training_step(
     return step
 
 
+def generate_call(
+    model: torch.nn.Module, inputs: dict[str, torch.Tensor], beams: int, new_tokens: int
+) -> Callable[[], None]:
+    """A closure running `model.generate()` (eval mode, inference mode, no sampling) on `inputs`, forced to exactly
+    `new_tokens` new tokens; the last output is kept in the closure's `outputs["tokens"]`."""
+    model.eval()
+    outputs: dict[str, torch.Tensor] = {}
+
+    def run() -> None:
+        with torch.inference_mode():
+            outputs["tokens"] = model.generate(
+                **inputs,
+                num_beams=beams,
+                do_sample=False,
+                max_new_tokens=new_tokens,
+                min_new_tokens=new_tokens,
+            )
+
+    run.outputs = outputs  # type: ignore[attr-defined]
+    return run
+
+
 def transformer_flops(config: VaswaniConfig, batch: int, source_length: int, target_length: int) -> FlopCount:
     r"""Count FLOPs analytically (1 multiply-add = 2 FLOPs) over the padded positions, which are all computed.
 
