@@ -25,6 +25,7 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ from perf_common import (  # noqa: E402
 MODES = ("train", "greedy", "beam4")
 
 
-def model_call(model: torch.nn.Module, mode: str, precision: str, vocab_size: int) -> Any:
+def model_call(model: torch.nn.Module, mode: str, precision: str, vocab_size: int) -> Callable[[], None]:
     """The call to profile: one training step, or one `generate()` of 32 sentences (greedy or 4 beams)."""
     if mode == "train":
         return training_step(model, make_batch(64, 16, 16, vocab_size, seed=1), precision == "bf16")
@@ -55,7 +56,7 @@ def model_call(model: torch.nn.Module, mode: str, precision: str, vocab_size: in
     return generate_call(model, inputs, beams=1 if mode == "greedy" else 4, new_tokens=24)
 
 
-def operator_times(call: Any, by_shape: bool) -> dict[str, dict[str, float]]:
+def operator_times(call: Callable[[], None], by_shape: bool) -> dict[str, dict[str, float]]:
     """Self CPU microseconds and call counts by operator (and input shapes) of one call of `call`, profiled."""
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=by_shape) as prof:
         call()
@@ -69,7 +70,9 @@ def operator_times(call: Any, by_shape: bool) -> dict[str, dict[str, float]]:
     return operators
 
 
-def profile(calls: dict[str, Any], rounds: int, warmup: int, by_shape: bool) -> dict[str, dict[str, Any]]:
+def profile(
+    calls: dict[str, Callable[[], None]], rounds: int, warmup: int, by_shape: bool
+) -> dict[str, dict[str, Any]]:
     """For each model: the median unprofiled process CPU seconds of its call, and its operators' self CPU
     microseconds and counts per call, averaged over `rounds` profiled calls. The models take turns call by call
     (a, b, a, b...), so that the virtual machine's drift over seconds hits both alike."""
@@ -138,7 +141,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rows", type=int, default=30)
     parser.add_argument("--by-shape", action="store_true", help="one row per operator and input shapes")
     parser.add_argument("--vocab", type=int, default=8000)
-    args = benchmark_arguments(parser, "", "(no effect: the defaults are quick)", argv)
+    args = benchmark_arguments(parser, "", "one warm-up call and one call each (a first look)", argv)
+    if args.quick:
+        args.calls, args.warmup = 1, 1
     if args.calls < 1 or args.warmup < 0 or args.rows < 1:
         parser.error("--calls and --rows must be >= 1, --warmup >= 0")
     if args.mode != "train":
