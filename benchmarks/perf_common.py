@@ -447,7 +447,8 @@ def machine_info() -> dict[str, Any]:
 
 
 def write_json(name: str, payload: dict[str, Any]) -> Path:
-    """Write `benchmarks/results/<name>.json` (indented) and return its path."""
+    """Write `benchmarks/results/<name>.json` (indented; an absolute `name` puts the file there instead, as tests
+    do) and return its path."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     path = RESULTS_DIR / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")

@@ -1,5 +1,6 @@
-"""Benchmark scripts that tests can run end to end: the GPU benchmark (it runs once, on borrowed hardware with little
-time, so its whole path is checked here on the CPU) and the operator profile of ours vs Marian."""
+"""Benchmark scripts run end to end on tiny dimensions, never timed: the GPU benchmark (it runs once, on borrowed
+hardware with little time, so its whole path is checked here on the CPU), the comparison with Marian and the
+operator profile."""
 
 import json
 import os
@@ -88,3 +89,31 @@ def test_profile_ops_rejects_zero_calls():
         [sys.executable, "benchmarks/profile_ops.py", "--calls", "0"], cwd=ROOT, capture_output=True, text=True
     )
     assert completed.returncode == 2 and "--calls and --rows must be >= 1" in completed.stderr
+
+
+def test_bench_vs_marian_compares_twins_that_compute_the_same_function(tmp_path):
+    """The main CPU benchmark end to end on tiny dims: both Marian twins carry our weights, give our logits and
+    generate our tokens (what makes its ratios a comparison of implementations), and the goal table reports only
+    what ran."""
+    completed = subprocess.run(
+        [sys.executable, "benchmarks/bench_vs_marian.py", "--quick", "--sizes", "tiny", "--precisions", "fp32"]
+        + ["--threads", "1", "--json", str(tmp_path / "vs_marian")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    results = json.loads((tmp_path / "vs_marian.json").read_text())
+    (train,) = results["train"]
+    assert train["size"] == "tiny" and train["precision"] == "fp32"
+    assert train["max_logit_difference"]["marian_sdpa"] == 0.0
+    assert train["max_logit_difference"]["marian_eager"] < 1e-4
+    assert set(train["contenders"]) == {"ours", "marian_sdpa", "marian_eager"} and train["speedup_vs_best_marian"] > 0
+    (generate,) = results["generate"]
+    assert set(generate["modes"]) == {"greedy", "beam4", "latency_1_sentence"}
+    assert all(mode["same_tokens"] for mode in generate["modes"].values())
+    measured = {goal["goal"]: goal["value"] for goal in results["goals"]}
+    assert measured["generate sentences/s ours / best Marian, tiny, beam4"] > 0
+    assert measured["training tokens/s ours / best Marian, base, fp32"] is None  # base was not run
+    assert "| base | fp32 |" not in completed.stdout and "not run" in completed.stdout
