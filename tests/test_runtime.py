@@ -14,8 +14,8 @@ pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc's allocator only"
 )
 
-# 64 blocks of 1 MB allocated, touched and freed, four times: glibc's defaults hand the freed heap back to the
-# system and the next round faults its pages in again.
+# 64 blocks of 1 MB allocated, touched and freed, four times: with freed memory kept, the rounds after the first
+# reuse the heap the first one faulted in.
 _PROGRAM = """
 import json, resource, sys
 import torch
@@ -42,10 +42,15 @@ def _run(mode: str, **environment: str) -> dict:
 
 
 def test_keeping_freed_memory_stops_the_page_faults_of_reallocation():
-    default, kept = _run("plain"), _run("keep")
-    assert kept["applied"] is True
-    # The first round faults in both (new memory); the second reuses the kept heap.
-    assert kept["faults"][1] * 4 < default["faults"][1], (default, kept)
+    # glibc's defaults are not compared: whether they hand the freed heap back, so that later rounds fault again,
+    # depends on where the import's small allocations happened to land (measured: every round in some processes,
+    # hardly at all in others). The settings must give reuse in every process: two runs, so that a setting that
+    # did nothing would have to hit the lucky case twice.
+    for _ in range(2):
+        kept = _run("keep")
+        assert kept["applied"] is True
+        # The first round faults (new memory); the later ones reuse the kept heap.
+        assert max(kept["faults"][1:]) * 4 < kept["faults"][0], kept
 
 
 @pytest.mark.parametrize(
