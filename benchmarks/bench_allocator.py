@@ -51,16 +51,17 @@ from perf_common import (  # noqa: E402
     training_step,
 )
 
-KEEP_FREED = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
+from hf_vaswani.runtime import KEEP_FREED_MEMORY_TUNABLES  # noqa: E402
+
 # PyTorch's own switch (read once, when torch allocates its first tensor): CPU tensors of 2 MB or more are aligned
 # to 2 MB and marked for transparent huge pages (madvise), so one fault maps 2 MB instead of 4 KB.
 HUGE_PAGES = {"THP_MEM_ALLOC_ENABLE": "1"}
 SETTINGS = {
     "glibc default": {},
-    # What hf_vaswani.runtime.keep_freed_memory() sets with mallopt (32 MiB: the largest mmap threshold it takes).
-    "keep freed memory": KEEP_FREED,
+    # What hf_vaswani.runtime.keep_freed_memory() sets with mallopt, as environment variables.
+    "keep freed memory": KEEP_FREED_MEMORY_TUNABLES,
     "huge pages": HUGE_PAGES,
-    "keep freed + huge pages": {**KEEP_FREED, **HUGE_PAGES},
+    "keep freed + huge pages": {**KEEP_FREED_MEMORY_TUNABLES, **HUGE_PAGES},
 }
 MODELS = ("ours", "marian_eager")
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ from perf_common import (  # noqa: E402
     benchmark_arguments,
     build_pair,
     generate_call,
+    interleaved_times,
     machine_info,
     make_batch,
     save_and_print,
@@ -76,15 +76,7 @@ def profile(
     """For each model: the median unprofiled process CPU seconds of its call, and its operators' self CPU
     microseconds and counts per call, averaged over `rounds` profiled calls. The models take turns call by call
     (a, b, a, b...), so that the virtual machine's drift over seconds hits both alike."""
-    for call in calls.values():
-        for _ in range(warmup):
-            call()
-    seconds: dict[str, list[float]] = {name: [] for name in calls}
-    for _ in range(rounds):
-        for name, call in calls.items():
-            start = time.process_time()
-            call()
-            seconds[name].append(time.process_time() - start)
+    seconds = interleaved_times(calls, repeats=rounds, warmup=warmup).cpu
     operators: dict[str, dict[str, dict[str, float]]] = {name: {} for name in calls}
     for _ in range(rounds):
         for name, call in calls.items():
@@ -137,7 +129,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="bf16", help="training only")
     parser.add_argument("--marian-attn", choices=("eager", "sdpa"), default="eager")
     parser.add_argument("--calls", type=int, default=3, help="timed calls, then as many profiled")
-    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument(
+        "--warmup", type=int, default=2, help="untimed calls first (0 still runs one: a first call is never timed)"
+    )
     parser.add_argument("--rows", type=int, default=30)
     parser.add_argument("--by-shape", action="store_true", help="one row per operator and input shapes")
     parser.add_argument("--vocab", type=int, default=8000)

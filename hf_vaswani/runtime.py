@@ -10,7 +10,7 @@ import ctypes.util
 import os
 import sys
 
-__all__ = ["KEEP_FREED_MEMORY_ENV", "keep_freed_memory"]
+__all__ = ["KEEP_FREED_MEMORY_ENV", "KEEP_FREED_MEMORY_TUNABLES", "keep_freed_memory"]
 
 #: Set to 0 to leave the C library's allocator as it is.
 KEEP_FREED_MEMORY_ENV = "HF_VASWANI_KEEP_FREED_MEMORY"
@@ -20,6 +20,12 @@ _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 _MMAP_THRESHOLD_MAX = 32 * 1024 * 1024
 _TRIM_THRESHOLD = 1 << 30
+
+#: The same settings as glibc environment variables, for a process started with them (read by glibc at start-up).
+KEEP_FREED_MEMORY_TUNABLES = {
+    "MALLOC_MMAP_THRESHOLD_": str(_MMAP_THRESHOLD_MAX),
+    "MALLOC_TRIM_THRESHOLD_": str(_TRIM_THRESHOLD),
+}
 
 
 def keep_freed_memory() -> bool:
