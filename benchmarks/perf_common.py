@@ -113,11 +113,8 @@ def marian_config_for(config: VaswaniConfig) -> MarianConfig:
 def vaswani_state_dict_to_marian(state_dict: dict[str, torch.Tensor], config: VaswaniConfig) -> dict[str, torch.Tensor]:
     """Our weights under Marian's names: the inverse of `hf_vaswani.convert_marian.marian_state_dict_to_vaswani`.
 
-    The fused `qkv_proj` (rows: all queries, all keys, all values) is sliced into `q_proj`, `k_proj`, `v_proj`;
-    the cross-attention `kv_proj` into `k_proj`, `v_proj`. Position tables are not copied (Marian builds its
-    own sinusoids, which equal ours in the concatenated layout).
+    Position tables are not copied (Marian builds its own sinusoids, which equal ours in the concatenated layout).
     """
-    d = config.d_model
     embed = state_dict["model.encoder.embed_tokens.weight"]
     out: dict[str, torch.Tensor] = {
         "model.shared.weight": embed,
@@ -129,13 +126,9 @@ def vaswani_state_dict_to_marian(state_dict: dict[str, torch.Tensor], config: Va
     for side, layers in (("encoder", config.encoder_layers), ("decoder", config.decoder_layers)):
         for index in range(layers):
             prefix = f"model.{side}.layers.{index}."
-            for theirs, ours, parts in marian_layer_names(side):
+            for theirs, ours in marian_layer_names(side):
                 for kind in ("weight", "bias"):
-                    tensor = state_dict[f"{prefix}{ours}{kind}"]
-                    if not parts:
-                        out[f"{prefix}{theirs}{kind}"] = tensor
-                    for position, part in enumerate(parts):
-                        out[f"{prefix}{theirs}{part}_proj.{kind}"] = tensor[position * d : (position + 1) * d]
+                    out[f"{prefix}{theirs}{kind}"] = state_dict[f"{prefix}{ours}{kind}"]
     return {name: tensor.detach().clone() for name, tensor in out.items()}
 
 

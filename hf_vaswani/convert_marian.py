@@ -8,12 +8,10 @@ same function:
 
     convert_marian("Helsinki-NLP/opus-mt-es-en", "opus-mt-es-en-vaswani")
 
-or from the shell `hf-vaswani convert-marian Helsinki-NLP/opus-mt-es-en opus-mt-es-en-vaswani` (also
-`python -m hf_vaswani.convert_marian MODEL OUT`).
+or from the shell `hf-vaswani convert-marian Helsinki-NLP/opus-mt-es-en opus-mt-es-en-vaswani`.
 
-Weights: Marian's separate query, key and value projections become the fused `qkv_proj` (rows: queries, keys,
-values) of self-attention and `q_proj` + `kv_proj` (rows: keys, values) of the encoder-decoder attention;
-`final_layer_norm` becomes `ffn_layer_norm`, `encoder_attn*` becomes `cross_attn*`. Every weight of the source
+Weights are copied under our names: `final_layer_norm` becomes `ffn_layer_norm`, `encoder_attn*` becomes
+`cross_attn*`, `fc1`/`fc2` move into `ffn`. Every weight of the source
 state dict is either converted or checked (the sinusoidal tables, the `shared` alias): anything else is refused
 with the list of names, never dropped. Options the model has no counterpart for are refused, naming the option.
 After mapping, the two models are run on a padded check batch and the conversion fails if the logits differ.
@@ -21,13 +19,11 @@ After mapping, the two models are run on a padded check batch and the conversion
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
 import re
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -148,26 +144,16 @@ def convert_marian(
     return out_dir
 
 
-def marian_layer_names(side: str) -> list[tuple[str, str, str]]:
-    """The sub-modules of one encoder or decoder layer: (Marian's name, ours, fused parts).
-
-    Names are relative to `model.<side>.layers.<i>.` in both models. `parts` is "" for a plain copy of weight and
-    bias, or the projections ("qkv", "kv") whose rows our fused projection stacks in that order, read from Marian's
-    `<name><part>_proj`.
-    """
-    names = [
-        ("self_attn.", "self_attn.qkv_proj.", "qkv"),
-        ("self_attn.out_proj.", "self_attn.out_proj.", ""),
-        ("self_attn_layer_norm.", "self_attn_layer_norm.", ""),
-    ]
+def marian_layer_names(side: str) -> list[tuple[str, str]]:
+    """The sub-modules of one encoder or decoder layer: (Marian's name, ours), relative to
+    `model.<side>.layers.<i>.` in both models; each has a `weight` and a `bias`."""
+    attention = ("q_proj.", "k_proj.", "v_proj.", "out_proj.")
+    names = [(f"self_attn.{part}", f"self_attn.{part}") for part in attention]
+    names.append(("self_attn_layer_norm.", "self_attn_layer_norm."))
     if side == "decoder":
-        names += [
-            ("encoder_attn.q_proj.", "cross_attn.q_proj.", ""),
-            ("encoder_attn.", "cross_attn.kv_proj.", "kv"),
-            ("encoder_attn.out_proj.", "cross_attn.out_proj.", ""),
-            ("encoder_attn_layer_norm.", "cross_attn_layer_norm.", ""),
-        ]
-    return names + [("fc1.", "ffn.fc1.", ""), ("fc2.", "ffn.fc2.", ""), ("final_layer_norm.", "ffn_layer_norm.", "")]
+        names += [(f"encoder_attn.{part}", f"cross_attn.{part}") for part in attention]
+        names.append(("encoder_attn_layer_norm.", "cross_attn_layer_norm."))
+    return names + [("fc1.", "ffn.fc1."), ("fc2.", "ffn.fc2."), ("final_layer_norm.", "ffn_layer_norm.")]
 
 
 def marian_state_dict_to_vaswani(
@@ -227,11 +213,8 @@ def marian_state_dict_to_vaswani(
     for side, layers in (("encoder", config.encoder_layers), ("decoder", config.decoder_layers)):
         for index in range(layers):
             prefix = f"model.{side}.layers.{index}."
-            for theirs, ours, parts in marian_layer_names(side):
-                if parts:
-                    mapped.update(_fused(state_dict, prefix + theirs, prefix + ours, parts))
-                else:
-                    mapped.update(_copied(state_dict, prefix + theirs, prefix + ours))
+            for theirs, ours in marian_layer_names(side):
+                mapped.update(_copied(state_dict, prefix + theirs, prefix + ours))
     return config, mapped
 
 
@@ -445,14 +428,6 @@ def _copied(state_dict: dict[str, torch.Tensor], source: str, target: str) -> di
     return {target + kind: state_dict[source + kind] for kind in ("weight", "bias")}
 
 
-def _fused(state_dict: dict[str, torch.Tensor], source: str, target: str, parts: str) -> dict[str, torch.Tensor]:
-    """Stack Marian's `q_proj`/`k_proj`/`v_proj` rows in the order `parts` (e.g. "qkv", "kv")."""
-    return {
-        target + kind: torch.cat([state_dict[f"{source}{part}_proj.{kind}"] for part in parts], dim=0)
-        for kind in ("weight", "bias")
-    }
-
-
 def _resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
     if dtype is None or isinstance(dtype, torch.dtype) and dtype in DTYPES.values():
         return dtype
@@ -620,8 +595,8 @@ def _write_model_card(
   scaled by sqrt(d_model): `{config.scale_embedding}`, Marian's `final_logits_bias` on the logits.
 - Vocabulary {config.vocab_size} (decoder {config.decoder_vocab_size}); shared encoder/decoder embeddings:
   `{config.share_embeddings}`; output projection tied to the decoder embeddings: `{config.tie_word_embeddings}`.
-- Marian's query, key and value projections are stored fused (`qkv_proj`; `q_proj` + `kv_proj` in the
-  encoder-decoder attention); every other weight is copied as it is, none was dropped.
+- Every weight is copied as it is under our names (`encoder_attn` is `cross_attn`, `final_layer_norm` is
+  `ffn_layer_norm`); none was dropped.
 - `generation_config.json` is Marian's (beam size, maximum length, banned pad token, decoder start token, ...).
 
 {check}
@@ -643,57 +618,3 @@ print(tokenizer.batch_decode(model.generate(**batch), skip_special_tokens=True))
     if notes:
         body += "\n## Conversion notes\n\n" + "\n".join(f"- {note}" for note in notes) + "\n"
     ModelCard(f"---\n{data.to_yaml()}\n---\n{body}").save(out_dir / "README.md")
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Command line
-# ----------------------------------------------------------------------------------------------------------------
-
-
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model_id_or_path", metavar="MODEL_ID_OR_PATH", help="Hub id or folder of a MarianMTModel.")
-    parser.add_argument("out_dir", metavar="OUT_DIR", help="Folder to write the hf_vaswani model into.")
-    parser.add_argument(
-        "--dtype", choices=sorted(DTYPES), default=None, help="Store the weights in this dtype (default: the source's)."
-    )
-
-
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add the `convert-marian MODEL_ID_OR_PATH OUT_DIR [--dtype ...]` sub-command to an argparse CLI.
-
-    `subparsers` is what `ArgumentParser.add_subparsers()` returns; the sub-command sets `func`, to be called as
-    `args.func(args)`, which returns the exit status.
-    """
-    parser = subparsers.add_parser(
-        "convert-marian",
-        help="Convert a Marian (OPUS-MT) translation model into an hf_vaswani model, exactly.",
-        description=(__doc__ or "").split("\n\n")[0],
-    )
-    _add_arguments(parser)
-    parser.set_defaults(func=run)
-    return parser
-
-
-def run(args: argparse.Namespace) -> int:
-    """Run the conversion from parsed arguments; print the output folder or the reason for refusing."""
-    try:
-        out_dir = convert_marian(args.model_id_or_path, args.out_dir, dtype=args.dtype)
-    except (MarianConversionError, OSError) as error:
-        print(f"convert-marian: error: {error}", file=sys.stderr)
-        return 2
-    print(f"Converted {args.model_id_or_path} into {out_dir}")
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m hf_vaswani.convert_marian MODEL_ID_OR_PATH OUT_DIR [--dtype ...]`."""
-    parser = argparse.ArgumentParser(
-        prog="python -m hf_vaswani.convert_marian", description=(__doc__ or "").split("\n\n")[0]
-    )
-    _add_arguments(parser)
-    return run(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-    raise SystemExit(main())

@@ -3,7 +3,7 @@
 `load_translator` loads a model folder (or Hub id) and its tokenizer; `translate` translates a list of
 sentences in one direction (``es-en`` or ``en-es``); `evaluate_pairs` / `evaluate_file` score a model with
 BLEU and chrF (sacrebleu's defaults, on detokenized text) per direction on ``English<TAB>Spanish`` pairs. The
-``translate`` and ``evaluate`` subcommands of ``hf-vaswani`` wrap them.
+``translate`` and ``evaluate`` subcommands of ``hf-vaswani`` (`hf_vaswani.commands.translate`) wrap them.
 
 Input problems are never silently mangled: a source longer than the model accepts is cut to that length with a
 `TruncatedInputWarning` naming the sentences; malformed lines of a pairs file are skipped with one warning that
@@ -13,10 +13,7 @@ stdin that is not UTF-8 is rejected with the numbers of the bad lines.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,14 +21,12 @@ from typing import Any, NamedTuple
 
 import torch
 
-from .cli import finite_float, positive_int
 from .paths import DEFAULT_MODEL, default_model_path, looks_like_local_path  # (the first two re-exported here)
 
 __all__ = [
     "DEFAULT_MODEL",
     "EvaluationResult",
     "TruncatedInputWarning",
-    "add_parser",
     "default_model_path",
     "evaluate_file",
     "evaluate_pairs",
@@ -302,185 +297,3 @@ def evaluate_file(
         max_new_tokens=max_new_tokens,
         length_penalty=length_penalty,
     ).scores
-
-
-# --------------------------------------------------------------------------------------------- CLI
-
-
-def _decode_stdin_lines(raw: bytes) -> list[str]:
-    """The lines of `raw` (UTF-8; a BOM and ``\\r\\n`` endings are accepted), or ValueError naming every line
-    that is not UTF-8 (nothing is translated then)."""
-    raw = raw.removeprefix(b"\xef\xbb\xbf")
-    lines, bad = [], []
-    for number, line in enumerate(raw.split(b"\n"), start=1):
-        try:
-            lines.append(line.decode("utf-8").removesuffix("\r"))
-        except UnicodeDecodeError:
-            bad.append(f"line {number}")
-    if bad:
-        raise ValueError(f"stdin is not valid UTF-8 at {_listed(bad)}: nothing was translated.")
-    if lines and lines[-1] == "" and raw.endswith(b"\n"):
-        lines.pop()  # the newline that ends the last line does not start another one
-    return lines
-
-
-def _read_sentences(arguments: Sequence[str]) -> list[str]:
-    if arguments:
-        return list(arguments)
-    if sys.stdin is None or sys.stdin.isatty():
-        raise ValueError("No sentence to translate: pass sentences as arguments or one per line on stdin.")
-    buffer = getattr(sys.stdin, "buffer", None)
-    if buffer is not None:
-        lines = _decode_stdin_lines(buffer.read())
-    else:  # a text stream (tests)
-        lines = [line.rstrip("\r\n") for line in sys.stdin]
-    if not any(line.strip() for line in lines):
-        raise ValueError("No sentence to translate: the input is empty.")
-    return lines
-
-
-def _run_translate(args: argparse.Namespace) -> int:
-    from .tokenization import direction_to_languages
-
-    direction_to_languages(args.direction)
-    sentences = _read_sentences(args.sentences)
-    if args.sentences:
-        empty = [i for i, s in enumerate(sentences, start=1) if not s.strip()]
-        if empty:
-            raise ValueError(f"Sentence {empty[0]} is empty: there is nothing to translate.")
-    model, tokenizer = load_translator(args.model, device=args.device)
-    # Blank stdin lines give blank output lines, so line i of the output is the translation of line i.
-    wanted = [i for i, s in enumerate(sentences) if s.strip()]
-    unit = "sentence" if args.sentences else "line"
-    translations = translate(
-        model,
-        tokenizer,
-        [sentences[i] for i in wanted],
-        args.direction,
-        num_beams=args.num_beams,
-        batch_size=args.batch_size,
-        max_new_tokens=args.max_new_tokens,
-        length_penalty=args.length_penalty,
-        labels=[f"{unit} {i + 1}" for i in wanted],
-    )
-    output = [""] * len(sentences)
-    for i, text in zip(wanted, translations, strict=True):
-        output[i] = text
-    sys.stdout.write("".join(line + "\n" for line in output))
-    sys.stdout.flush()
-    return 0
-
-
-def _hypotheses_paths(output: str, directions: Sequence[str]) -> dict[str, Path]:
-    """Where `--output` puts the translations of each direction: the path itself for one direction; with
-    several, ``{direction}`` in the path is replaced, or the direction goes before the suffix
-    (``hyp.txt`` -> ``hyp.es-en.txt``)."""
-    path = Path(output)
-    if "{direction}" in output:
-        return {d: Path(output.replace("{direction}", d)) for d in directions}
-    if len(directions) == 1:
-        return {directions[0]: path}
-    return {d: path.with_name(f"{path.stem}.{d}{path.suffix}") for d in directions}
-
-
-def _check_writable(path: Path, what: str) -> None:
-    if path.is_dir():
-        raise IsADirectoryError(f"{what} {str(path)!r} is a folder, not a file.")
-    if not path.parent.is_dir():
-        raise FileNotFoundError(f"No folder {str(path.parent)!r} to write the {what} {path.name!r} into.")
-
-
-def _run_evaluate(args: argparse.Namespace) -> int:
-    from .data import read_pairs
-    from .tokenization import direction_to_languages
-
-    directions = list(dict.fromkeys(args.direction or ["es-en", "en-es"]))
-    for direction in directions:
-        direction_to_languages(direction)
-    if not Path(args.data).is_file():
-        raise FileNotFoundError(f"No such file of sentence pairs: {args.data!r}")
-    outputs = _hypotheses_paths(args.output, directions) if args.output else {}
-    for path in outputs.values():
-        _check_writable(path, "hypotheses file")
-    if args.json:
-        _check_writable(Path(args.json), "JSON file")
-    pairs = read_pairs(args.data, strict=args.strict)  # before loading the model: bad input fails fast
-    if args.limit:
-        pairs = pairs[: args.limit]
-    model, tokenizer = load_translator(args.model, device=args.device)
-    result = evaluate_pairs(
-        model,
-        tokenizer,
-        pairs,
-        directions,
-        num_beams=args.num_beams,
-        batch_size=args.batch_size,
-        max_new_tokens=args.max_new_tokens,
-        length_penalty=args.length_penalty,
-        labels=[f"pair {i}" for i in range(1, len(pairs) + 1)],
-    )
-    for direction, path in outputs.items():
-        path.write_text("".join(line + "\n" for line in result.hypotheses[direction]), encoding="utf-8")
-        print(f"hf-vaswani evaluate: {direction} translations written to {path}", file=sys.stderr)
-    text = json.dumps(result.scores, indent=2, ensure_ascii=False)
-    if args.json:
-        Path(args.json).write_text(text + "\n", encoding="utf-8")
-    print(text)
-    return 0
-
-
-def _add_generation_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--model",
-        default=None,
-        help=f"model folder or Hub id (default: {DEFAULT_MODEL} of the repository)",
-    )
-    parser.add_argument("--num-beams", type=positive_int, default=None, help="beam size (default: the model's, 4)")
-    parser.add_argument(
-        "--length-penalty",
-        type=finite_float,
-        default=None,
-        help="beam search length penalty alpha (default: the model's, 0.6 as in sec. 6.1)",
-    )
-    parser.add_argument("--batch-size", type=positive_int, default=32, help="sentences per generate() call")
-    parser.add_argument("--max-new-tokens", type=positive_int, default=None, help="longest translation, in tokens")
-    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
-
-
-def add_parser(subparsers: Any) -> None:
-    """Add the ``translate`` and ``evaluate`` subcommands."""
-    parser = subparsers.add_parser(
-        "translate",
-        help="translate sentences (arguments, or one per line on stdin)",
-        description="Translate sentences with a trained model; prints one translation per line. From stdin, "
-        "line i of the output is the translation of line i of the input (a blank line gives a blank line); "
-        "stdin must be UTF-8. A sentence longer than the model accepts is cut, with a warning naming it.",
-        epilog='example: echo "Tengo hambre." | hf-vaswani translate --direction es-en',
-    )
-    parser.add_argument("sentences", nargs="*", help="sentences to translate (default: read stdin)")
-    parser.add_argument("--direction", default="es-en", help="es-en (default) or en-es")
-    _add_generation_options(parser)
-    parser.set_defaults(func=_run_translate)
-
-    evaluate = subparsers.add_parser(
-        "evaluate",
-        help="BLEU and chrF of a model on a TSV of sentence pairs",
-        description="Score a model on an English<TAB>Spanish file (for example RUN/splits/test.tsv; .csv and "
-        ".jsonl too) with sacrebleu's BLEU and chrF (default settings, detokenized), per direction; prints "
-        "JSON. Malformed lines are skipped with a warning giving their line numbers (--strict: rejected).",
-        epilog="example: hf-vaswani evaluate runs/tatoeba-es-en/splits/test.tsv --model runs/tatoeba-es-en/averaged "
-        "--num-beams 4 --length-penalty 0.6 --output hyp.txt --json scores.json",
-    )
-    evaluate.add_argument("data", help="English<TAB>Spanish file (TSV/CSV/JSONL)")
-    evaluate.add_argument("--direction", action="append", help="es-en and/or en-es (repeatable; default: both)")
-    evaluate.add_argument("--limit", type=positive_int, default=None, help="score only the first N pairs")
-    evaluate.add_argument(
-        "--output",
-        metavar="FILE",
-        help="write the translations, one line per scored pair; with both directions FILE.es-en.txt-style "
-        "names (or put {direction} in FILE)",
-    )
-    evaluate.add_argument("--json", metavar="FILE", help="also write the scores (the JSON printed) to FILE")
-    evaluate.add_argument("--strict", action="store_true", help="reject a malformed line instead of skipping it")
-    _add_generation_options(evaluate)
-    evaluate.set_defaults(func=_run_evaluate)

@@ -70,7 +70,7 @@ from transformers import (
 from transformers.trainer_pt_utils import LengthGroupedSampler, safe_globals
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 
-from .cli import positive_int
+from .commands import positive_int
 from .configuration_vaswani import VaswaniConfig
 from .modeling_vaswani import VaswaniForConditionalGeneration
 

@@ -1,3 +1,7 @@
+"""Fixtures shared by all tests: a tiny random model and a padded source batch, and the tiny tokenizer, model and
+attention record of the vaswani_inspect tests (module-scoped: each test module that asks gets its own, and a module
+may define its own fixture of the same name instead). What they are built from is in tests/helpers.py."""
+
 import os
 
 import pytest
@@ -7,17 +11,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from hf_vaswani import VaswaniConfig, VaswaniForConditionalGeneration, testing  # noqa: E402
-
-#: The vaswani_inspect tests' tokenizer, model and record fixtures.
-pytest_plugins = ["tests.inspect_fixtures"]
-
-
-def tiny_config(**overrides) -> VaswaniConfig:
-    """A model small enough for fast tests, with different encoder/decoder depths to catch index mix-ups."""
-    values = dict(vocab_size=97, decoder_layers=3, decoder_attention_heads=2, decoder_ffn_dim=48)
-    values.update(overrides)
-    return testing.tiny_config(**values)
+from hf_vaswani import VaswaniForConditionalGeneration  # noqa: E402
+from tests.helpers import tiny_config  # noqa: E402
 
 
 @pytest.fixture
@@ -37,3 +32,24 @@ def source_batch() -> tuple[torch.Tensor, torch.Tensor]:
     input_ids[1, 4] = 2
     input_ids[1, 5:] = 0
     return input_ids, attention_mask
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from vaswani_inspect.testing import tiny_tokenizer
+
+    return tiny_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def model(tokenizer):
+    from vaswani_inspect.testing import tiny_model
+
+    return tiny_model(len(tokenizer))
+
+
+@pytest.fixture(scope="module")
+def record(model, tokenizer):
+    from vaswani_inspect import extract
+
+    return extract(model, tokenizer, "el gato negro", "the black cat", direction="es-en")

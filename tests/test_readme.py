@@ -1,12 +1,10 @@
 """README's quick tour runs as written, on the shipped checkpoint."""
 
 import re
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-CHECKPOINT = ROOT / "pretrained" / "vaswani-tatoeba-es-en"
+from tests.helpers import CHECKPOINT, ROOT
 
 
 def quick_tour() -> str:

@@ -13,7 +13,7 @@ import sacrebleu
 from transformers import EvalPrediction
 
 from hf_vaswani.metrics import METRIC_PATH, BleuChrf, compute_translation_metrics, make_compute_metrics
-from tests.translation_fixtures import PAIRS, tiny_tokenizer
+from tests.helpers import PAIRS, tiny_tokenizer
 
 PREDICTIONS = [
     "The black cat is sleeping on the sofa.",

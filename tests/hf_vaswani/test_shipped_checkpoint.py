@@ -3,16 +3,14 @@ translates the course sentences, and carries its model card, scores and curves."
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 import torch
 from huggingface_hub import ModelCard
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-from .remote_code import run_without_our_packages
+from tests.helpers import CHECKPOINT, ROOT, run_without_our_packages
 
-CHECKPOINT = Path(__file__).resolve().parent.parent / "pretrained" / "vaswani-tatoeba-es-en"
 pytestmark = pytest.mark.skipif(not CHECKPOINT.is_dir(), reason="the shipped checkpoint is not in this checkout")
 
 
@@ -41,6 +39,7 @@ def test_folder_is_hub_ready():
         "tokenizer_config.json",
         "configuration_vaswani.py",
         "modeling_vaswani.py",
+        "kernels_vaswani.py",
         "README.md",
         "training_curves.png",
         "eval_results.json",
@@ -88,3 +87,24 @@ def test_loads_with_trust_remote_code_without_our_package(shipped, tmp_path):
     assert run_without_our_packages(script, str(CHECKPOINT), env=env) == translate(
         shipped, ["Tengo un gato negro."], "en"
     )
+
+
+def test_the_copied_model_code_is_the_package_code():
+    """`trust_remote_code` users run the files next to the weights: they must be the package's, byte for byte."""
+    package = ROOT / "hf_vaswani"
+    for name in ("configuration_vaswani.py", "modeling_vaswani.py", "kernels_vaswani.py"):
+        assert (CHECKPOINT / name).read_bytes() == (package / name).read_bytes(), name
+
+
+def test_weights_edited_in_place_change_the_next_translation():
+    """PEFT's `merge_and_unload()` writes merged weights through `.data`, which moves no version counter: an eval
+    model must compute with the edited weights at once, not with a copy of the old ones."""
+    tokenizer = AutoTokenizer.from_pretrained(CHECKPOINT)
+    model = AutoModelForSeq2SeqLM.from_pretrained(CHECKPOINT, dtype=torch.float32).eval()
+    shipped = (model, tokenizer)
+    for _ in range(2):  # twice: anything cached on the first call is in place
+        assert translate(shipped, ["El gato se comió el ratón."], "en") == ["The cat ate the mouse."]
+    for module in model.model.decoder.modules():
+        if isinstance(module, torch.nn.Linear):
+            module.weight.data.zero_()
+    assert translate(shipped, ["El gato se comió el ratón."], "en") != ["The cat ate the mouse."]

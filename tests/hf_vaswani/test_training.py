@@ -21,52 +21,7 @@ from hf_vaswani.training import (
     paper_lr_lambda,
     paper_peak_learning_rate,
 )
-
-REPO = Path(__file__).resolve().parent.parent
-
-TINY_CONFIG = {
-    "data": {"validation_size": 12, "test_size": 12, "max_length": 24, "eval_samples": 8},
-    "tokenizer": {"vocab_size": 260},
-    "model": {
-        "d_model": 32,
-        "encoder_layers": 1,
-        "decoder_layers": 1,
-        "encoder_attention_heads": 2,
-        "decoder_attention_heads": 2,
-        "encoder_ffn_dim": 64,
-        "decoder_ffn_dim": 64,
-        "max_position_embeddings": 64,
-        "dropout": 0.0,
-    },
-    "training": {
-        "batch_size": 16,
-        "max_steps": 12,
-        "warmup_steps": 3,
-        "learning_rate": 0.005,
-        "logging_steps": 1,
-        "eval_steps": 6,
-        "save_steps": 6,
-        "eval_batch_size": 8,
-        "max_new_tokens": 12,
-        "average_last": 2,
-        "disable_tqdm": True,
-    },
-}
-
-
-def _corpus() -> str:
-    subjects = [("the cat", "el gato"), ("the dog", "el perro"), ("my friend", "mi amigo"), ("the child", "el niño")]
-    verbs = [("eats", "come"), ("sees", "ve"), ("wants", "quiere")]
-    objects = [("the apple", "la manzana"), ("the house", "la casa"), ("the book", "el libro"), ("bread", "pan")]
-    adverbs = [("", ""), (" today", " hoy"), (" now", " ahora")]
-    lines = [
-        f"{s[0].capitalize()} {v[0]} {o[0]}{a[0]}.\t{s[1].capitalize()} {v[1]} {o[1]}{a[1]}.\n"
-        for s in subjects
-        for v in verbs
-        for o in objects
-        for a in adverbs
-    ]
-    return "".join(lines)
+from tests.helpers import ROOT, TINY_CONFIG, training_corpus
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +29,7 @@ def tiny_run(tmp_path_factory):
     """A tiny corpus and config, trained for 12 updates (checkpoints at 6 and 12)."""
     root = tmp_path_factory.mktemp("train")
     data = root / "pairs.tsv"
-    data.write_text(_corpus(), encoding="utf-8")
+    data.write_text(training_corpus(), encoding="utf-8")
     config = root / "tiny.yaml"
     config.write_text(yaml.safe_dump(TINY_CONFIG), encoding="utf-8")
     out = root / "run"
@@ -125,7 +80,7 @@ def test_update_k_uses_step_num_k():
 
 
 def test_shipped_config_loads_and_overrides(tmp_path):
-    config = load_config(REPO / "configs" / "tatoeba-es-en.yaml", ["training.max_steps=7", "data.directions=[es-en]"])
+    config = load_config(ROOT / "configs" / "tatoeba-es-en.yaml", ["training.max_steps=7", "data.directions=[es-en]"])
     assert config["training"]["max_steps"] == 7
     assert config["data"]["directions"] == ["es-en"]
     assert config["model"]["d_model"] == 256 and config["model"]["label_smoothing"] == 0.1
@@ -241,14 +196,14 @@ def test_translate_prints_one_line_per_input(tiny_run, capsys, monkeypatch):
 
 @pytest.fixture(scope="module")
 def talking_model(tiny_run):
-    """The tiny config trained for 60 updates: enough to put words out (12 updates only give empty strings)."""
+    """The tiny config trained for 120 updates: enough to put words out (12 give empty strings, 60 sometimes)."""
     out = tiny_run["root"] / "talking"
     args = ["train", str(tiny_run["config"]), "--set", f"data.path={tiny_run['data']}"]
     args += [
         "--set",
         f"training.output_dir={out}",
         "--set",
-        "training.max_steps=60",
+        "training.max_steps=120",
         "--set",
         "training.warmup_steps=10",
     ]
@@ -422,7 +377,7 @@ def test_token_batching_trains_and_resumes_in_the_same_order(tiny_run, tmp_path,
     """`sampling: tokens` with `max_tokens_per_batch`: each update sees at most that many source tokens, and a
     run resumed in its second epoch continues with the batches (and losses) of an uninterrupted run."""
     assert DEFAULT_CONFIG["training"]["sampling"] == "group_by_length"  # the default does not change
-    shipped = load_config(REPO / "configs" / "tatoeba-es-en.yaml")
+    shipped = load_config(ROOT / "configs" / "tatoeba-es-en.yaml")
     assert shipped["training"]["sampling"] == "group_by_length" and shipped["training"]["max_tokens_per_batch"] is None
     base = ["train", str(tiny_run["config"]), "--set", f"data.path={tiny_run['data']}", "--set", "model.dropout=0.1"]
     # One tokenizer for both runs: training a Unigram tokenizer twice can give scores that differ in the last

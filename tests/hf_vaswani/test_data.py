@@ -25,7 +25,7 @@ from hf_vaswani.data import (
     write_pairs_tsv,
     write_split_tsv,
 )
-from tests.translation_fixtures import PAIRS, tiny_tokenizer
+from tests.helpers import PAIRS, tiny_tokenizer
 
 
 def _write_tsv(path, pairs):

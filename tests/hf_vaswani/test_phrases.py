@@ -11,7 +11,7 @@ COLOURS = [("black", "negro"), ("white", "blanco"), ("brown", "marrón"), ("grey
 VERBS = [("sleeps", "duerme"), ("runs", "corre"), ("eats", "come")]
 
 
-def _corpus() -> list[SentencePair]:
+def training_corpus() -> list[SentencePair]:
     pairs = []
     for (noun_en, noun_es), (colour_en, colour_es), (verb_en, verb_es) in itertools.product(NOUNS, COLOURS, VERBS):
         pairs.append(SentencePair(f"The {colour_en} {noun_en} {verb_en}.", f"El {noun_es} {colour_es} {verb_es}."))
@@ -24,7 +24,7 @@ def _corpus() -> list[SentencePair]:
 
 
 def test_lexicon_pairs_words_that_translate_and_nothing_else():
-    lexicon = build_lexicon(_corpus())
+    lexicon = build_lexicon(training_corpus())
     for english, spanish in NOUNS + COLOURS + VERBS:
         assert (spanish, english) in lexicon
     assert ("gato", "black") not in lexicon and ("negro", "cat") not in lexicon
@@ -32,7 +32,7 @@ def test_lexicon_pairs_words_that_translate_and_nothing_else():
 
 
 def test_mines_reordered_noun_phrases_and_bare_nouns_but_not_subject_verb_spans():
-    mined = mine_noun_phrase_pairs(_corpus())
+    mined = mine_noun_phrase_pairs(training_corpus())
     assert SentencePair("the black cat", "el gato negro") in mined
     assert SentencePair("a white horse", "un caballo blanco") in mined
     assert SentencePair("my dog", "mi perro") in mined
@@ -43,7 +43,7 @@ def test_mines_reordered_noun_phrases_and_bare_nouns_but_not_subject_verb_spans(
 
 
 def test_every_phrase_is_in_one_input_pair_and_max_pairs_keeps_the_most_frequent():
-    corpus = _corpus()
+    corpus = training_corpus()
     mined = mine_noun_phrase_pairs(corpus)
     for phrase in mined:
         assert any(phrase.en.lower() in pair.en.lower() and phrase.es.lower() in pair.es.lower() for pair in corpus), (

@@ -61,5 +61,5 @@ def test_attention_unavailable_is_one_line(monkeypatch, tmp_path, capsys):
 def test_subcommands_report_attention_errors(argv):
     from hf_vaswani.cli import build_parser
 
-    args = build_parser(argv).parse_args(argv)
+    args = build_parser().parse_args(argv)
     assert AttentionUnavailableError in args.user_errors

@@ -7,7 +7,6 @@ stands in for bert-base-uncased, which cannot be downloaded here. Our model is t
 
 from __future__ import annotations
 
-import argparse
 import json
 import unicodedata
 import warnings
@@ -22,7 +21,6 @@ from vaswani_inspect.compare import (
     CompareInputError,
     Pieces,
     Sentence,
-    add_parser,
     bert_attention,
     check_bert,
     compare_bert,
@@ -366,19 +364,9 @@ def test_command_writes_the_report(ours_dir, tmp_path):
 
 
 def _main(argv: list[str]) -> int:
-    """`hf-vaswani ARGV` when compare-bert is registered there, else the same subcommand on its own parser."""
     from hf_vaswani import cli
 
-    if any(name == "compare-bert" for name, _, _ in cli.COMMANDS):
-        return cli.main(argv)
-    parser = argparse.ArgumentParser()
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except ValueError as error:
-        print(f"error: {error}")
-        return 2
+    return cli.main(argv)
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from hf_vaswani.training import (
     find_checkpoints,
     last_checkpoint,
 )
-from tests.test_training import TINY_CONFIG, _corpus
+from tests.helpers import TINY_CONFIG, training_corpus
 
 HOOKS = Path(__file__).resolve().parent / "fault_hooks"
 # 156 training rows (both directions) in batches of 16: 10 updates per epoch. Checkpoints at 8, 16, 24 and 26
@@ -67,11 +67,11 @@ def _losses(path: Path, start_line: int = 0) -> dict[int, tuple[float, int]]:
 @pytest.fixture(scope="module")
 def fault_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("faults")
-    (root / "pairs.tsv").write_text(_corpus(), encoding="utf-8")
+    (root / "pairs.tsv").write_text(training_corpus(), encoding="utf-8")
     config = yaml.safe_load(yaml.safe_dump(TINY_CONFIG))
     # One tokenizer for every run: training a Unigram tokenizer twice can give scores that differ in the last
     # digits (hash map order in `tokenizers`), which may segment a word differently and change the losses.
-    texts = [text for line in _corpus().splitlines() for text in line.split("\t")]
+    texts = [text for line in training_corpus().splitlines() for text in line.split("\t")]
     train_tokenizer(texts, vocab_size=config["tokenizer"]["vocab_size"]).save_pretrained(root / "tokenizer")
     config["tokenizer"]["path"] = str(root / "tokenizer")
     config["model"]["dropout"] = 0.1

@@ -4,8 +4,7 @@ from huggingface_hub import ModelCard
 
 from hf_vaswani import VaswaniForConditionalGeneration
 from hf_vaswani.model_card import plot_training_curves, write_model_card
-
-from .conftest import tiny_config
+from tests.helpers import tiny_config
 
 TRAINING = dict(
     summary="A test run.",

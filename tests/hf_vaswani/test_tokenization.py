@@ -25,7 +25,7 @@ from hf_vaswani.tokenization import (
     source_with_language,
     train_tokenizer,
 )
-from tests.translation_fixtures import PAIRS, tiny_tokenizer
+from tests.helpers import PAIRS, tiny_tokenizer
 
 
 @pytest.fixture(scope="module")

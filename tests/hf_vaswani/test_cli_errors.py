@@ -18,7 +18,8 @@ import yaml
 from safetensors.torch import load_file, save_file
 
 from hf_vaswani.cli import main
-from tests.test_training import TINY_CONFIG, _corpus, tiny_run  # noqa: F401  (tiny_run is a fixture)
+from tests.helpers import TINY_CONFIG, training_corpus
+from tests.hf_vaswani.test_training import tiny_run  # noqa: F401  (a fixture)
 
 
 def _one_error_line(err: str, command: str) -> str:
@@ -33,7 +34,7 @@ def _one_error_line(err: str, command: str) -> str:
 @pytest.fixture
 def files(tmp_path):
     """Input files, good and bad."""
-    (tmp_path / "pairs.tsv").write_text(_corpus(), encoding="utf-8")
+    (tmp_path / "pairs.tsv").write_text(training_corpus(), encoding="utf-8")
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY_CONFIG), encoding="utf-8")
     (tmp_path / "bad.yaml").write_text("training:\n  max_steps: [1, 2\n", encoding="utf-8")
     (tmp_path / "section.yaml").write_text("training: 5\n", encoding="utf-8")

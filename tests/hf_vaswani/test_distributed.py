@@ -12,7 +12,7 @@ import pytest
 import torch
 import yaml
 
-from tests.test_training import TINY_CONFIG, _corpus
+from tests.helpers import TINY_CONFIG, training_corpus
 
 HOOKS = Path(__file__).resolve().parent / "fault_hooks"
 
@@ -27,7 +27,7 @@ def _hooks_module():
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_torchrun_two_cpu_processes_end_with_identical_weights(tmp_path):
-    (tmp_path / "pairs.tsv").write_text(_corpus(), encoding="utf-8")
+    (tmp_path / "pairs.tsv").write_text(training_corpus(), encoding="utf-8")
     config = yaml.safe_load(yaml.safe_dump(TINY_CONFIG))
     config["training"].update(max_steps=6, save_steps=3, eval_steps=3, average_last=0, bf16=False)
     config["model"]["dropout"] = 0.1  # the ranks draw different dropout masks: only DDP keeps them in sync

@@ -17,9 +17,7 @@ from transformers import (
 )
 
 from hf_vaswani import VaswaniForConditionalGeneration
-
-from .conftest import tiny_config
-from .remote_code import run_without_our_packages
+from tests.helpers import run_without_our_packages, tiny_config
 
 
 def saved_model(tmp_path: Path, **overrides) -> tuple[VaswaniForConditionalGeneration, Path]:

@@ -35,7 +35,8 @@ from hf_vaswani.demo_testing import demo_model_for_tests, is_tiny_model  # noqa:
 pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -105,12 +106,10 @@ def test_iframe_html_escapes_the_page_into_srcdoc():
 
 
 def test_cli_registers_demo_with_one_line():
-    assert [entry for entry in cli.COMMANDS if entry[0] == "demo"] == [
-        ("demo", "hf_vaswani.demo_app", "translate-and-inspect web demo (Gradio) on 127.0.0.1")
-    ]
-    args = cli.build_parser(["demo"]).parse_args(["demo"])
+    assert "demo" in cli.build_parser().format_help()
+    args = cli.build_parser().parse_args(["demo"])
     assert (args.host, args.port, args.share, args.model) == ("127.0.0.1", None, False, None)
-    args = cli.build_parser(["demo"]).parse_args(["demo", "--model", "m", "--port", "8000", "--share"])
+    args = cli.build_parser().parse_args(["demo", "--model", "m", "--port", "8000", "--share"])
     assert (args.model, args.port, args.share) == ("m", 8000, True)
 
 

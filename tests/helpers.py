@@ -1,0 +1,163 @@
+"""What the tests share: paths, a tiny model configuration, tiny hand-written sentence pairs and tokenizer, a
+tiny training corpus and run configuration, and a way to run a script in a process that cannot import our
+packages. Fixtures built on these live in tests/conftest.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from transformers import PreTrainedTokenizerFast
+
+from hf_vaswani import VaswaniConfig, testing
+from hf_vaswani.tokenization import train_tokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+#: The checkpoint shipped in the repository.
+CHECKPOINT = ROOT / "pretrained" / "vaswani-tatoeba-es-en"
+
+
+def tiny_config(**overrides: Any) -> VaswaniConfig:
+    """A model small enough for fast tests, with different encoder/decoder depths to catch index mix-ups."""
+    values = dict(vocab_size=97, decoder_layers=3, decoder_attention_heads=2, decoder_ffn_dim=48)
+    values.update(overrides)
+    return testing.tiny_config(**values)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Tiny hand-written English-Spanish pairs (written for these tests, no corpus data) and a tokenizer trained on them
+# ----------------------------------------------------------------------------------------------------------------
+
+PAIRS: list[tuple[str, str]] = [
+    ("The black cat sleeps.", "El gato negro duerme."),
+    ("The white dog runs in the park.", "El perro blanco corre en el parque."),
+    ("What is that?", "¿Qué es eso?"),
+    ("Hello!", "¡Hola!"),
+    ("Where is the station?", "¿Dónde está la estación?"),
+    ("I don't know.", "No lo sé."),
+    ("She doesn't eat meat.", "Ella no come carne."),
+    ('He said "yes".', 'Él dijo "sí".'),
+    ("I have 3 brothers and 12 cousins.", "Tengo 3 hermanos y 12 primos."),
+    ("The boy reads a book.", "El niño lee un libro."),
+    ("We live in a small town.", "Vivimos en un pueblo pequeño."),
+    ("It costs 25 euros.", "Cuesta 25 euros."),
+    ("My mother is a teacher.", "Mi madre es profesora."),
+    ("Open the window, please.", "Abre la ventana, por favor."),
+    ("The train leaves at 8.", "El tren sale a las 8."),
+    ("Do you speak Spanish?", "¿Hablas español?"),
+    ("I'm hungry.", "Tengo hambre."),
+    ("They're at home.", "Están en casa."),
+    ("The coffee is very hot.", "El café está muy caliente."),
+    ("Tomorrow is Monday.", "Mañana es lunes."),
+    ("The penguin swims.", "El pingüino nada."),
+    ("I like green apples.", "Me gustan las manzanas verdes."),
+    ("Why are you sad?", "¿Por qué estás triste?"),
+    ("Good morning, Tom!", "¡Buenos días, Tom!"),
+    ("The old tree fell.", "El árbol viejo se cayó."),
+    ("We can't go today.", "No podemos ir hoy."),
+    ("Her name is María.", "Se llama María."),
+    ("The sea is blue.", "El mar es azul."),
+    ("Read this sentence aloud.", "Lee esta oración en voz alta."),
+    ("Is it raining?", "¿Está lloviendo?"),
+]
+
+TINY_VOCAB_SIZE = 300
+
+
+@lru_cache(maxsize=1)
+def tiny_tokenizer() -> PreTrainedTokenizerFast:
+    """A Unigram tokenizer with a vocabulary of at most 300 pieces, trained on both sides of `PAIRS`.
+
+    Cached: do not modify the returned tokenizer in a test.
+    """
+    return train_tokenizer([text for pair in PAIRS for text in pair], vocab_size=TINY_VOCAB_SIZE)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# A tiny generated corpus and run configuration for `hf-vaswani train`
+# ----------------------------------------------------------------------------------------------------------------
+
+TINY_CONFIG = {
+    "data": {"validation_size": 12, "test_size": 12, "max_length": 24, "eval_samples": 8},
+    "tokenizer": {"vocab_size": 260},
+    "model": {
+        "d_model": 32,
+        "encoder_layers": 1,
+        "decoder_layers": 1,
+        "encoder_attention_heads": 2,
+        "decoder_attention_heads": 2,
+        "encoder_ffn_dim": 64,
+        "decoder_ffn_dim": 64,
+        "max_position_embeddings": 64,
+        "dropout": 0.0,
+    },
+    "training": {
+        "batch_size": 16,
+        "max_steps": 12,
+        "warmup_steps": 3,
+        "learning_rate": 0.005,
+        "logging_steps": 1,
+        "eval_steps": 6,
+        "save_steps": 6,
+        "eval_batch_size": 8,
+        "max_new_tokens": 12,
+        "average_last": 2,
+        "disable_tqdm": True,
+    },
+}
+
+
+def training_corpus() -> str:
+    subjects = [("the cat", "el gato"), ("the dog", "el perro"), ("my friend", "mi amigo"), ("the child", "el niño")]
+    verbs = [("eats", "come"), ("sees", "ve"), ("wants", "quiere")]
+    objects = [("the apple", "la manzana"), ("the house", "la casa"), ("the book", "el libro"), ("bread", "pan")]
+    adverbs = [("", ""), (" today", " hoy"), (" now", " ahora")]
+    lines = [
+        f"{s[0].capitalize()} {v[0]} {o[0]}{a[0]}.\t{s[1].capitalize()} {v[1]} {o[1]}{a[1]}.\n"
+        for s in subjects
+        for v in verbs
+        for o in objects
+        for a in adverbs
+    ]
+    return "".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Loading saved folders without our packages, as a `trust_remote_code` user does
+# ----------------------------------------------------------------------------------------------------------------
+
+#: The lines run first: importing hf_vaswani or vaswani_inspect then fails. They also import json and sys.
+REFUSE_OUR_PACKAGES = textwrap.dedent(
+    """
+    import importlib.abc, json, sys
+
+    class RefuseOurPackage(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name.split(".")[0] in ("hf_vaswani", "vaswani_inspect"):
+                raise ImportError("this process must not import " + name)
+
+    sys.meta_path.insert(0, RefuseOurPackage())
+    """
+)
+
+
+def run_without_our_packages(script: str, *args: str, env: dict[str, str]) -> dict[str, Any]:
+    """Run `script` after `REFUSE_OUR_PACKAGES` in a fresh Python process (arguments `args`, environment `env`,
+    working directory ``/``); fails the test on a non-zero exit status, else returns its last line of output,
+    read as JSON."""
+    result = subprocess.run(
+        [sys.executable, "-c", REFUSE_OUR_PACKAGES + textwrap.dedent(script), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd="/",
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])

@@ -1,0 +1,1 @@
+"""The translate-and-inspect Gradio demo (transitional)."""
