@@ -41,22 +41,54 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def command_modules() -> list[str]:
-    """This package's command modules, then the registered ones, each once."""
-    registered = [entry.value for entry in entry_points(group=ENTRY_POINT_GROUP)]
-    return list(dict.fromkeys([*BUILTIN_COMMANDS, *sorted(registered)]))
+def command_modules() -> dict[str, list[str]]:
+    """Command module -> the commands registered for it (none for this package's own), this package's first."""
+    modules: dict[str, list[str]] = {module: [] for module in BUILTIN_COMMANDS}
+    for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda entry: entry.name):
+        modules.setdefault(entry.value, []).append(entry.name)
+    return modules
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``hf-vaswani`` parser with every command module's subcommands."""
+    """The ``hf-vaswani`` parser with every command module's subcommands.
+
+    A registered module that cannot be imported (its package's optional dependencies are not installed) still
+    gets its commands, as placeholders that say which extra to install when they are run.
+    """
     parser = _Parser(
         prog="hf-vaswani",
         description="The Transformer of Vaswani et al. (2017) as a Hugging Face transformers model.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
-    for module in command_modules():
-        importlib.import_module(module).add_parser(subparsers)
+    for module, commands in command_modules().items():
+        try:
+            importlib.import_module(module).add_parser(subparsers)
+        except ImportError as error:
+            if not commands:
+                raise
+            for command in commands:
+                _add_unavailable(subparsers, command, error)
     return parser
+
+
+def _add_unavailable(subparsers: argparse._SubParsersAction, command: str, error: ImportError) -> None:
+    missing = _missing_module(error)
+    extra = missing_extra(missing) if missing else None
+    needs = f"needs the [{extra}] extra" if extra else f"cannot be imported: {error}"
+    placeholder = subparsers.add_parser(command, help=f"({needs})", add_help=False)
+    placeholder.add_argument("arguments", nargs=argparse.REMAINDER)
+
+    def unavailable(args: argparse.Namespace) -> int:
+        raise missing or error
+
+    placeholder.set_defaults(func=unavailable)
+
+
+def _missing_module(error: BaseException | None) -> ModuleNotFoundError | None:
+    """The ModuleNotFoundError behind `error` (itself or one of its causes), if any."""
+    while error is not None and not isinstance(error, ModuleNotFoundError):
+        error = error.__cause__ or error.__context__
+    return error
 
 
 def _one_line(text: str) -> str:

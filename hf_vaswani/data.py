@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from datasets import Dataset, DatasetDict
 
-from .tokenization import DIRECTIONS, direction_to_languages, source_with_language
+from .languages import DIRECTIONS, direction_to_languages, source_with_language
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase

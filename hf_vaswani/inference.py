@@ -75,11 +75,10 @@ def load_translator(
 
     import hf_vaswani  # noqa: F401  (registers the "vaswani" model type with the Auto classes)
 
-    name = str(model) if model is not None else default_model_path()
-    local = model is None or looks_like_local_path(name)  # the default is a folder, never a Hub id
+    name = str(model) if model is not None else default_model_path()  # the default is a folder, never a Hub id
+    local = model is None or looks_like_local_path(name)
     if local and not (Path(name).expanduser() / "config.json").is_file():
-        hint = " (the default model is not shipped in this checkout: pass --model PATH)" if model is None else ""
-        raise FileNotFoundError(f"No model folder with a config.json at {name!r}{hint}.")
+        raise FileNotFoundError(f"No model folder with a config.json at {name!r}.")
     if local:
         name = str(Path(name).expanduser())
     from safetensors import SafetensorError
@@ -120,7 +119,7 @@ def translate(
         ValueError: on an unknown direction, no sentences, an empty sentence, or a batch size, beam size or
             maximum length below 1.
     """
-    from .tokenization import direction_to_languages, source_with_language
+    from .languages import direction_to_languages, source_with_language
 
     _, target_lang = direction_to_languages(direction)
     sentences = list(sentences)
@@ -219,7 +218,7 @@ def evaluate_pairs(
         ValueError: on an unknown direction or no pairs.
     """
     from .data import LANGUAGES
-    from .tokenization import direction_to_languages
+    from .languages import direction_to_languages
 
     if not directions:
         raise ValueError("No direction to evaluate.")
@@ -280,7 +279,7 @@ def evaluate_file(
             pair, or (`strict`) a malformed line.
     """
     from .data import read_pairs
-    from .tokenization import direction_to_languages
+    from .languages import direction_to_languages
 
     for direction in directions:
         direction_to_languages(direction)

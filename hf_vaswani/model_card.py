@@ -6,7 +6,8 @@ from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-TEMPLATE = Path(__file__).resolve().parent.parent / "model_cards" / "vaswani-tatoeba.md"
+#: The model card template, shipped inside the package (package data).
+TEMPLATE = Path(__file__).resolve().parent / "templates" / "model_card.md"
 REPO_URL = "https://github.com/hf-vaswani/hf-vaswani"
 DIRECTION_NAMES = {"es-en": "Spanish to English", "en-es": "English to Spanish"}
 
@@ -51,7 +52,7 @@ def write_model_card(
     training: dict[str, Any],
     template: str | Path = TEMPLATE,
 ) -> Path:
-    """Write `model_dir/README.md` from the template in `model_cards/`.
+    """Write `model_dir/README.md` from `TEMPLATE` (hf_vaswani/templates/model_card.md).
 
     `results` holds one dict per direction (`direction`, `bleu`, `chrf`); `training` the facts of the run
     (`summary`, `data`, `warmup`, `steps`, `batch`, `averaged`, `hardware`, `wall_time`, `test_pairs`,
@@ -83,38 +84,3 @@ def write_model_card(
     path = model_dir / "README.md"
     card.save(path)
     return path
-
-
-def plot_training_curves(trainer_state: str | Path, out_png: str | Path) -> Path:
-    """Training loss and validation BLEU against the update step, from a checkpoint's `trainer_state.json`."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    history = json.loads(Path(trainer_state).read_text())["log_history"]
-    train = [(row["step"], row["loss"]) for row in history if "loss" in row]
-    bleu = [(row["step"], row["eval_bleu"]) for row in history if "eval_bleu" in row]
-    if not train:
-        raise ValueError(f"{trainer_state} holds no training loss to plot.")
-    figure, loss_axis = plt.subplots(figsize=(7, 4), dpi=120)
-    steps, losses = zip(*train)
-    loss_axis.plot(steps, losses, color="tab:blue", alpha=0.3, linewidth=0.8)
-    # Length-grouped batches alternate between long and short sentences: a running mean shows the trend.
-    window = min(8, len(losses))
-    smoothed = [
-        sum(losses[max(0, i - window + 1) : i + 1]) / len(losses[max(0, i - window + 1) : i + 1])
-        for i in range(len(losses))
-    ]
-    loss_axis.plot(steps, smoothed, color="tab:blue", label="training loss (label-smoothed, running mean)")
-    loss_axis.set_xlabel("update step")
-    loss_axis.set_ylabel("training loss", color="tab:blue")
-    if bleu:
-        bleu_axis = loss_axis.twinx()
-        bleu_axis.plot(*zip(*bleu), color="tab:red", marker="o", label="validation BLEU")
-        bleu_axis.set_ylabel("validation BLEU", color="tab:red")
-    figure.suptitle("Training of the shipped checkpoint")
-    figure.tight_layout()
-    figure.savefig(out_png)
-    plt.close(figure)
-    return Path(out_png)

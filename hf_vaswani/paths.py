@@ -1,11 +1,9 @@
-"""Where the project's trained checkpoint lives: the one definition that the command lines, the demo and
-`vaswani_inspect` use. This module imports nothing heavy itself.
+"""Where the model comes from when a command is given no ``--model``.
 
-`DEFAULT_MODEL` is the checkpoint's folder relative to the repository (or to the folder the packages are installed
-in). `default_model_path()` looks it up in the current directory, the repository root and the package folder, as
-``hf-vaswani translate``/``evaluate``/``demo`` do; `DEFAULT_MODEL_PATH` is its absolute place in the repository,
-next to the package folders, which `vaswani_inspect` uses. The default is always a local folder, never looked up
-on the Hub.
+The checkpoint the project ships, ``pretrained/vaswani-tatoeba-es-en``, lives in the source repository, not in
+the installed package (a wheel has no weights). `default_model_path()` finds it in the current directory or in
+the checkout the package runs from, and otherwise says where to get a model. The default is always a local
+folder, never looked up on the Hub.
 """
 
 from __future__ import annotations
@@ -13,28 +11,35 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["DEFAULT_MODEL", "DEFAULT_MODEL_PATH", "default_model_path", "looks_like_local_path"]
+__all__ = ["DEFAULT_MODEL", "default_model_path", "looks_like_local_path"]
 
-#: The checkpoint shipped with the project, relative to the repository (or the installed package).
+#: The checkpoint shipped with the project, relative to the repository root.
 DEFAULT_MODEL = "pretrained/vaswani-tatoeba-es-en"
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
-
-#: `DEFAULT_MODEL` in the repository (the folder that holds the ``hf_vaswani`` and ``vaswani_inspect`` packages).
-DEFAULT_MODEL_PATH = _PACKAGE_DIR.parent / DEFAULT_MODEL
+_CHECKOUT = Path(__file__).resolve().parent.parent  # the repository root when the package runs from a checkout
 
 
 def default_model_path() -> str:
-    """`DEFAULT_MODEL` looked up in the current directory, the repository root and the package folder; the
-    relative name itself when none has it (loading then fails with a message that says where it looked)."""
-    for base in (Path.cwd(), _PACKAGE_DIR.parent, _PACKAGE_DIR):
+    """`DEFAULT_MODEL` in the current directory or the checkout the package runs from.
+
+    Raises:
+        FileNotFoundError: when neither holds it (an installed wheel outside the checkout), with what to do.
+    """
+    for base in (Path.cwd(), _CHECKOUT):
         candidate = base / DEFAULT_MODEL
         if (candidate / "config.json").is_file():
             return str(candidate)
-    return DEFAULT_MODEL
+    raise FileNotFoundError(
+        f"No model given, and the shipped checkpoint {DEFAULT_MODEL} is not in the current directory or next to "
+        "the installed package: it comes with the project's source repository, not with the pip package. "
+        "Pass --model with a model folder or a Hub id (or run from a checkout of the repository)."
+    )
 
 
 def looks_like_local_path(name: str) -> bool:
     """Whether a ``--model`` value names a local folder rather than a Hub id (``org/name``): an absolute path, one
     that starts with ``.`` or ``~``, one with no or several ``/``, or one that exists."""
     return os.path.isabs(name) or name.startswith((".", "~")) or name.count("/") != 1 or os.path.exists(name)
+
+
+DEFAULT_MODEL_PATH = _CHECKOUT / DEFAULT_MODEL  # transitional: callers move to default_model_path()

@@ -43,6 +43,16 @@ from typing import Any
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
 
+from .languages import (
+    DIRECTIONS,
+    LANGUAGE_TOKEN_IDS,
+    LANGUAGE_TOKENS,
+    SUPPORTED_LANGUAGES,
+    direction_to_languages,
+    language_token,
+    source_with_language,
+)
+
 __all__ = [
     "BOS_ID",
     "BOS_TOKEN",
@@ -78,14 +88,6 @@ PAD_ID = 0
 BOS_ID = 1
 EOS_ID = 2
 UNK_ID = 3
-
-#: Language code -> the token that asks the model to translate INTO that language.
-LANGUAGE_TOKENS: dict[str, str] = {"en": ">>en<<", "es": ">>es<<"}
-#: Language code -> id of its language token.
-LANGUAGE_TOKEN_IDS: dict[str, int] = {"en": 4, "es": 5}
-SUPPORTED_LANGUAGES: tuple[str, ...] = tuple(LANGUAGE_TOKENS)
-#: The translation directions, "source-target".
-DIRECTIONS: tuple[str, ...] = ("es-en", "en-es")
 
 #: All special tokens, in id order: the token at position i has id i.
 SPECIAL_TOKENS: tuple[str, ...] = (
@@ -135,50 +137,6 @@ def normalize_text(text: str) -> str:
     in the vocabulary), so it is the right form for a reference that is compared to decoded output.
     """
     return _build_normalizer().normalize_str(text)
-
-
-def language_token(lang: str) -> str:
-    """Return the language token for the language code `lang` (``"en"`` -> ``">>en<<"``).
-
-    Raises:
-        ValueError: if `lang` is not a supported language; the message lists the supported ones.
-    """
-    try:
-        return LANGUAGE_TOKENS[lang]
-    except (KeyError, TypeError):
-        supported = ", ".join(repr(code) for code in SUPPORTED_LANGUAGES)
-        raise ValueError(f"Unsupported language {lang!r}: the supported languages are {supported}.") from None
-
-
-def source_with_language(text: str, target_lang: str) -> str:
-    """Prefix a source sentence with the token of the language to translate it into.
-
-    >>> source_with_language("el gato negro", "en")
-    '>>en<< el gato negro'
-
-    Raises:
-        ValueError: if `target_lang` is not supported (the message lists the supported languages), or if
-            `text` is empty or only white space.
-    """
-    token = language_token(target_lang)
-    if not isinstance(text, str):
-        raise TypeError(f"The source text must be a string, got {type(text).__name__}.")
-    if not text.strip():
-        raise ValueError("The source text is empty (or only white space): there is nothing to translate.")
-    return f"{token} {text.strip()}"
-
-
-def direction_to_languages(direction: str) -> tuple[str, str]:
-    """Split a direction such as ``"es-en"`` into ``(source_lang, target_lang)``.
-
-    Raises:
-        ValueError: if `direction` is not one of `DIRECTIONS`; the message lists the valid ones.
-    """
-    if direction not in DIRECTIONS:
-        valid = ", ".join(repr(d) for d in DIRECTIONS)
-        raise ValueError(f"Unknown translation direction {direction!r}: expected one of {valid}.")
-    source_lang, target_lang = direction.split("-")
-    return source_lang, target_lang
 
 
 def _non_empty(texts: Iterable[str]) -> Iterator[str]:

@@ -19,8 +19,9 @@ import torch
 
 import hf_vaswani  # noqa: F401  (registers the model with the Auto classes, so save_pretrained writes the code)
 from hf_vaswani.inference import evaluate_file, load_translator, translate
-from hf_vaswani.model_card import plot_training_curves, write_model_card
+from hf_vaswani.model_card import write_model_card
 from hf_vaswani.training import find_checkpoints
+from vaswani_inspect.training_curves import plot_training_curves
 
 COURSE_EXAMPLES = [
     ("es-en", "el gato negro"),

@@ -54,7 +54,7 @@ def _read_sentences(arguments: Sequence[str]) -> list[str]:
 
 def _run_translate(args: argparse.Namespace) -> int:
     from ..inference import load_translator, translate
-    from ..tokenization import direction_to_languages
+    from ..languages import direction_to_languages
 
     direction_to_languages(args.direction)
     sentences = _read_sentences(args.sentences)
@@ -107,7 +107,7 @@ def _check_writable(path: Path, what: str) -> None:
 def _run_evaluate(args: argparse.Namespace) -> int:
     from ..data import read_pairs
     from ..inference import evaluate_pairs, load_translator
-    from ..tokenization import direction_to_languages
+    from ..languages import direction_to_languages
 
     directions = list(dict.fromkeys(args.direction or ["es-en", "en-es"]))
     for direction in directions:

@@ -1,9 +1,8 @@
-import json
 
 from huggingface_hub import ModelCard
 
 from hf_vaswani import VaswaniForConditionalGeneration
-from hf_vaswani.model_card import plot_training_curves, write_model_card
+from hf_vaswani.model_card import write_model_card
 from tests.helpers import tiny_config
 
 TRAINING = dict(
@@ -37,17 +36,3 @@ def test_model_card_has_metadata_results_and_attribution(tmp_path):
     assert "tatoeba.org" in card.text and "manythings.org/anki" in card.text
     assert "not an explanation" in card.text
     assert "trust_remote_code=True" in card.text
-
-
-def test_training_curves_png(tmp_path):
-    state = {
-        "log_history": [
-            {"step": 10, "loss": 5.0},
-            {"step": 20, "loss": 4.0},
-            {"step": 20, "eval_bleu": 3.0, "eval_loss": 4.2},
-            {"step": 30, "loss": 3.5},
-        ]
-    }
-    (tmp_path / "trainer_state.json").write_text(json.dumps(state))
-    png = plot_training_curves(tmp_path / "trainer_state.json", tmp_path / "curves.png")
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
