@@ -37,8 +37,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from hf_vaswani.demo_app import EXAMPLES, build_app, launch_app  # noqa: E402
-from hf_vaswani.demo_testing import is_tiny_model, write_tiny_model  # noqa: E402
+from vaswani_demo import build_app, launch_app  # noqa: E402
+from vaswani_demo.settings import EXAMPLES  # noqa: E402
+from vaswani_demo.testing import is_tiny_model, shipped_checkpoint, write_tiny_model  # noqa: E402
 
 _MODEL_SECONDS = re.compile(r" in (\d+(?:\.\d+)?) s ")
 
@@ -112,13 +113,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     else:
         model = args.model
         if model is None:
-            from hf_vaswani.inference import default_model_path
-
-            shipped = Path(default_model_path())
-            if (shipped / "config.json").is_file() and not args.tiny:
-                model = str(shipped)
-            else:
-                model = str(write_tiny_model(Path(tempfile.mkdtemp(prefix="bench-demo-")) / "tiny"))
+            shipped = None if args.tiny else shipped_checkpoint()
+            model = shipped or str(write_tiny_model(Path(tempfile.mkdtemp(prefix="bench-demo-")) / "tiny"))
         app = build_app(model, concurrency_limit=args.concurrency_limit)
         backend = app.demo_backend
         n_params = sum(p.numel() for p in backend.model.parameters())

@@ -2,7 +2,7 @@
 
 `tiny_config` is the one small `VaswaniConfig` the test helpers build on (d_model 32, 2 encoder and 2 decoder
 layers of 4 heads, feed-forward 64, at most 64 positions, no dropout); `tiny_model` builds a seeded random model
-from it, in eval mode. `hf_vaswani.demo_testing` (the demo's model folder), `vaswani_inspect.testing` and the
+from it, in eval mode. `vaswani_demo.testing` (the demo's model folder), `vaswani_inspect.testing` and the
 tests' ``tiny_config`` use them. Nothing heavy is imported until they are called.
 """
 

@@ -1,1 +1,53 @@
-"""The translate-and-inspect Gradio demo (transitional)."""
+"""The translate-and-inspect demo: a Gradio app around the project's Transformer (`hf_vaswani`) and its attention
+views (`vaswani_inspect`).
+
+`build_app(model_path)` loads a model folder or Hub id (default: ``$VASWANI_DEMO_MODEL``, else the shipped
+``pretrained/vaswani-tatoeba-es-en``) and returns a `gradio.Blocks` app; `launch_app(app, ...)` serves it on
+127.0.0.1 without a share link unless asked. ``hf-vaswani demo`` (`vaswani_demo.commands`) and ``demo/app.py`` (the
+Hugging Face Space) are thin wrappers around these two. `DemoBackend` is the logic without Gradio.
+
+The app translates a sentence (Spanish -> English or English -> Spanish) and shows, for that one model run:
+
+* the translation, and a status line (timing, or a human sentence explaining why the input was refused);
+* the cross-attention of a chosen decoder layer and head (or their average) as a heatmap, word level with the
+  alignment links boxed, or subword level;
+* the aligned word pairs (each target word with the source word it attends to most);
+* bertviz's head view and model view of the encoder, decoder or cross-attention, as an offline page inside an
+  ``<iframe sandbox="allow-scripts" srcdoc="...">`` (Gradio's HTML component does not run scripts);
+* the attention record (every matrix, as `vaswani_inspect.AttentionRecord` JSON) to download.
+
+The record of the last translation is kept in a `gr.State`: changing the layer, head or view redraws from it and
+never runs the model again. The translate function is the named API endpoint ``/translate`` (``docs/demo.md``).
+
+Modules: `settings` (limits, defaults, choices), `backend` (`DemoBackend`), `embed` (bertviz pages in an iframe),
+`layout` (the components), `events` (what they do), `app` (`build_app`, `launch_app`), `commands`
+(``hf-vaswani demo``), `testing` (a tiny model folder for tests).
+
+Importing this package sets ``GRADIO_ANALYTICS_ENABLED=False`` (before Gradio is imported) and the app is built
+with ``analytics_enabled=False``: the demo makes no network request of its own. `build_app`, `launch_app` and
+`DemoBackend` are imported on first use, so that ``hf-vaswani`` can read the ``demo`` command's options without
+loading Gradio or a model.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import TYPE_CHECKING, Any
+
+# Must happen before gradio is imported anywhere in the process; build_app also passes analytics_enabled=False.
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+
+if TYPE_CHECKING:
+    from .app import build_app, launch_app
+    from .backend import DemoBackend
+
+__all__ = ["DemoBackend", "build_app", "launch_app"]
+
+_EXPORTS = {"build_app": "vaswani_demo.app", "launch_app": "vaswani_demo.app", "DemoBackend": "vaswani_demo.backend"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'vaswani_demo' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

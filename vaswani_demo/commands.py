@@ -1,9 +1,78 @@
-"""``hf-vaswani demo`` (transitional shim)."""
+"""``hf-vaswani demo``: start the translate-and-inspect app (registered through the ``hf_vaswani.commands``
+entry-point group, see `hf_vaswani.commands`).
 
+Only constants are imported here; Gradio, the model and `vaswani_inspect` are loaded when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
 from typing import Any
+
+from hf_vaswani.commands import positive_int
+from hf_vaswani.paths import DEFAULT_MODEL
+
+from .settings import DEFAULT_CONCURRENCY_LIMIT, DEFAULT_MAX_QUEUE, MODEL_ENV
+
+__all__ = ["add_parser"]
+
+_LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def _port(text: str) -> int:
+    """An argparse ``type`` for a TCP port, 1 to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 65535, got {value}")
+    return value
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from .app import build_app, launch_app
+    from .backend import resolve_model_path
+
+    model = resolve_model_path(args.model)
+    try:
+        app = build_app(model, device=args.device, concurrency_limit=args.concurrency_limit, max_queue=args.max_queue)
+    except FileNotFoundError:
+        raise
+    except OSError as error:  # e.g. a Hub id that is neither cached nor reachable (HF_HUB_OFFLINE=1)
+        raise ValueError(f"Could not load the model {model!r}: {error}") from error
+    if args.host not in _LOCAL_HOSTS:
+        print(f"hf-vaswani demo: serving on {args.host}: anyone who can reach this machine can use the demo.")
+    launch_app(app, host=args.host, port=args.port, share=args.share)
+    return 0
 
 
 def add_parser(subparsers: Any) -> None:
-    from hf_vaswani.demo_app import add_parser as add
-
-    add(subparsers)
+    """Add the ``demo`` subcommand."""
+    parser = subparsers.add_parser(
+        "demo",
+        help="translate-and-inspect web demo (Gradio) on 127.0.0.1",
+        description="Start the Gradio demo: translate a sentence and see its attention heads (heatmaps, word "
+        "alignment, bertviz views). Serves on 127.0.0.1 only, without a share link unless --share.",
+        epilog="example: hf-vaswani demo --port 7860   (then open http://127.0.0.1:7860)",
+    )
+    parser.add_argument(
+        "--model", default=None, help=f"model folder or Hub id (default: ${MODEL_ENV}, else {DEFAULT_MODEL})"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
+    parser.add_argument("--port", type=_port, default=None, help="port (default: the first free one from 7860)")
+    parser.add_argument("--share", action="store_true", help="also open a public gradio.live link (off by default)")
+    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
+    parser.add_argument(
+        "--concurrency-limit",
+        type=positive_int,
+        default=DEFAULT_CONCURRENCY_LIMIT,
+        help=f"translations run at the same time (default: {DEFAULT_CONCURRENCY_LIMIT})",
+    )
+    parser.add_argument(
+        "--max-queue",
+        type=positive_int,
+        default=DEFAULT_MAX_QUEUE,
+        help=f"requests that may wait in the queue (default: {DEFAULT_MAX_QUEUE})",
+    )
+    parser.set_defaults(func=_run_demo)

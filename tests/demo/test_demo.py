@@ -1,18 +1,20 @@
-"""Tests of the translate-and-inspect demo (`hf_vaswani.demo_app`, `demo/app.py`, ``hf-vaswani demo``).
+"""Tests of the translate-and-inspect demo (`vaswani_demo`, `demo/app.py`, ``hf-vaswani demo``).
 
 One app is launched for the whole module on 127.0.0.1 (a free port) and driven through `gradio_client` (the
 ``/translate`` endpoint), with 20 concurrent requests, and through a real browser (Debian's chromium, marked
 ``browser``). The model is the shipped checkpoint when it exists (or ``$VASWANI_DEMO_TEST_MODEL``), else a tiny
-random-weight model written for the module (`hf_vaswani.demo_testing`).
+random-weight model written for the module (`vaswani_demo.testing`).
 """
 
 from __future__ import annotations
 
 import html
 import importlib.util
+import json
 import os
 import re
 import socket
+import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,15 +24,10 @@ import pytest
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 
 from hf_vaswani import cli  # noqa: E402
-from hf_vaswani.demo_app import (  # noqa: E402
-    EXAMPLES,
-    MAX_CHARS,
-    DemoBackend,
-    build_app,
-    iframe_html,
-    launch_app,
-)
-from hf_vaswani.demo_testing import demo_model_for_tests, is_tiny_model  # noqa: E402
+from vaswani_demo import DemoBackend, build_app, launch_app  # noqa: E402
+from vaswani_demo.embed import iframe_html  # noqa: E402
+from vaswani_demo.settings import EXAMPLES, MAX_CHARS  # noqa: E402
+from vaswani_demo.testing import demo_model_for_tests, is_tiny_model  # noqa: E402
 
 pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
@@ -120,19 +117,87 @@ def test_cli_missing_model_is_one_line(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_missing_default_checkpoint_is_not_looked_up_on_the_hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    import hf_vaswani.inference
+    import hf_vaswani.paths
 
     monkeypatch.delenv("VASWANI_DEMO_MODEL", raising=False)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(hf_vaswani.inference, "default_model_path", lambda: "pretrained/vaswani-tatoeba-es-en")
+    monkeypatch.setattr(hf_vaswani.paths, "default_model_path", lambda: "pretrained/vaswani-tatoeba-es-en")
     with pytest.raises(FileNotFoundError, match="pass --model"):
         DemoBackend.load()
 
 
-def test_space_launcher_and_metadata():
+def test_missing_shipped_checkpoint_names_every_way_to_give_a_model(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    import hf_vaswani.paths
+
+    def missing() -> str:
+        raise FileNotFoundError("No model given, and the shipped checkpoint is missing. Pass --model.")
+
+    monkeypatch.delenv("VASWANI_DEMO_MODEL", raising=False)
+    monkeypatch.setattr(hf_vaswani.paths, "default_model_path", missing)
+    with pytest.raises(FileNotFoundError, match=r"Pass --model\..*\$VASWANI_DEMO_MODEL"):
+        DemoBackend.load()
+    assert cli.main(["demo"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hf-vaswani demo: error: No model given") and err.count("\n") == 1
+
+
+def test_cli_rejects_bad_numbers_in_one_line(capsys: pytest.CaptureFixture[str]):
+    for option, value in (("--port", "0"), ("--port", "65536"), ("--concurrency-limit", "0"), ("--max-queue", "-1")):
+        with pytest.raises(SystemExit) as exited:
+            cli.main(["demo", option, value])
+        err = capsys.readouterr().err
+        assert exited.value.code == 2 and err.startswith("hf-vaswani demo: error:") and option in err, err
+
+
+def test_demo_command_module_loads_neither_gradio_nor_the_model():
+    """``hf-vaswani`` imports every command module to build its parser: the demo's must stay light."""
+    script = "import json, sys; import vaswani_demo.commands; print(json.dumps(sorted(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    loaded = {name.split(".")[0] for name in json.loads(result.stdout)}
+    assert not loaded & {"gradio", "vaswani_inspect", "matplotlib", "bertviz"}
+    assert "vaswani_demo" in loaded
+
+
+def _space_launcher():
     spec = importlib.util.spec_from_file_location("vaswani_demo_space_app", ROOT / "demo" / "app.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def test_space_launcher_help(capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit) as exited:
+        _space_launcher().main(["--help"])
+    assert exited.value.code == 0
+    assert "VASWANI_DEMO_MODEL" in capsys.readouterr().out
+
+
+def test_space_requirements_are_the_demo_extra():
+    """demo/requirements.txt lists, one by one, what ``pip install hf-vaswani[demo]`` installs."""
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = project["optional-dependencies"]
+
+    def expand(requirements: list[str]) -> set[str]:  # "hf-vaswani[a,b]" -> the requirements of extras a and b
+        expanded = set()
+        for requirement in requirements:
+            if requirement.startswith("hf-vaswani["):
+                for extra in requirement.removeprefix("hf-vaswani[").removesuffix("]").split(","):
+                    expanded |= expand(extras[extra])
+            else:
+                expanded.add(requirement)
+        return expanded
+
+    lines = (ROOT / "demo" / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    listed = {line.strip() for line in lines if line.strip() and not line.startswith(("#", "-"))}
+    assert listed == set(project["dependencies"]) | expand(extras["demo"])
+
+
+def test_space_launcher_and_metadata():
+    module = _space_launcher()
     assert module.build_app is build_app and callable(module.main)
     readme = (ROOT / "demo" / "README.md").read_text(encoding="utf-8")
     header = readme.split("---")[1]

@@ -14,7 +14,20 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["TEST_MODEL_ENV", "TINY_SENTENCES", "demo_model_for_tests", "is_tiny_model", "write_tiny_model"]
+from transformers import GenerationConfig
+
+from hf_vaswani import paths
+from hf_vaswani.testing import tiny_model
+from hf_vaswani.tokenization import LANGUAGE_TOKEN_IDS, PAD_ID, UNK_ID, train_tokenizer
+
+__all__ = [
+    "TEST_MODEL_ENV",
+    "TINY_SENTENCES",
+    "demo_model_for_tests",
+    "is_tiny_model",
+    "shipped_checkpoint",
+    "write_tiny_model",
+]
 
 #: Environment variable naming a model folder (or Hub id) that the demo tests and benchmark should use.
 TEST_MODEL_ENV = "VASWANI_DEMO_TEST_MODEL"
@@ -37,30 +50,24 @@ TINY_SENTENCES: tuple[str, ...] = (
 
 #: Marks the tiny model's config so that tests can tell it from a trained checkpoint.
 _TINY_MARK = "vaswani-demo-tiny-random"
+#: The file that marks a folder written by `write_tiny_model`.
+_MARK_FILE = "TINY_RANDOM_MODEL.txt"
 
 
 def write_tiny_model(folder: str | os.PathLike[str], *, seed: int = 0, vocab_size: int = 400) -> Path:
     """Save a random-weight tiny model and its tokenizer to `folder` (created if missing); returns the folder.
 
-    The model: `hf_vaswani.testing.tiny_config` (d_model 32, 2 encoder and 2 decoder layers of 4 heads, at most 64
+    The model: `hf_vaswani.testing.tiny_model` (d_model 32, 2 encoder and 2 decoder layers of 4 heads, at most 64
     positions). Its generation config asks for at least 2 new tokens, never repeats a piece and never generates
     `<pad>`, `<unk>` or a language token, so that the random output is a non-empty "translation" of several words
     (greedy, at most 12 tokens by default).
     """
-    import torch
-    from transformers import GenerationConfig
-
-    from .modeling_vaswani import VaswaniForConditionalGeneration
-    from .testing import tiny_config
-    from .tokenization import LANGUAGE_TOKEN_IDS, PAD_ID, UNK_ID, train_tokenizer
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = train_tokenizer(list(TINY_SENTENCES) * 4, vocab_size=vocab_size, model_max_length=64)
-    config = tiny_config(len(tokenizer))
+    model = tiny_model(len(tokenizer), seed=seed)
+    config = model.config
     config.name_or_path = _TINY_MARK
-    torch.manual_seed(seed)
-    model = VaswaniForConditionalGeneration(config).eval()
     model.generation_config = GenerationConfig(
         num_beams=1,
         max_length=13,
@@ -74,26 +81,29 @@ def write_tiny_model(folder: str | os.PathLike[str], *, seed: int = 0, vocab_siz
     )
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
-    (folder / "TINY_RANDOM_MODEL.txt").write_text(
-        "Random weights, for tests only: written by hf_vaswani.demo_testing.write_tiny_model.\n", encoding="utf-8"
+    (folder / _MARK_FILE).write_text(
+        "Random weights, for tests only: written by vaswani_demo.testing.write_tiny_model.\n", encoding="utf-8"
     )
     return folder
 
 
 def is_tiny_model(folder: str | os.PathLike[str]) -> bool:
     """True when `folder` holds a model written by `write_tiny_model`."""
-    return (Path(folder) / "TINY_RANDOM_MODEL.txt").is_file()
+    return (Path(folder) / _MARK_FILE).is_file()
+
+
+def shipped_checkpoint() -> str | None:
+    """The shipped checkpoint's folder (`hf_vaswani.paths.default_model_path`), or None where it is missing."""
+    try:
+        shipped = Path(paths.default_model_path())
+    except FileNotFoundError:
+        return None
+    return str(shipped) if (shipped / "config.json").is_file() else None
 
 
 def demo_model_for_tests(tmp_dir: str | os.PathLike[str]) -> str:
     """The model the demo tests use: ``$VASWANI_DEMO_TEST_MODEL``, else the shipped checkpoint when it exists,
     else a tiny random model written into `tmp_dir`."""
-    chosen = os.environ.get(TEST_MODEL_ENV)
-    if chosen:
-        return chosen
-    from .paths import default_model_path
-
-    shipped = Path(default_model_path())
-    if (shipped / "config.json").is_file():
-        return str(shipped)
-    return str(write_tiny_model(Path(tmp_dir) / "tiny-vaswani"))
+    return (
+        os.environ.get(TEST_MODEL_ENV) or shipped_checkpoint() or str(write_tiny_model(Path(tmp_dir) / "tiny-vaswani"))
+    )

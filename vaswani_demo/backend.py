@@ -1,0 +1,361 @@
+"""The demo's logic without Gradio: load a model, check the input, translate once, draw from the attention record.
+
+`DemoBackend.translate` runs the model and keeps every attention matrix (`vaswani_inspect.extract`);
+`alignment` and `view` draw from that record (a heatmap with word pairs, a bertviz page in an iframe) and never
+run the model again; `translate_outputs` is everything the ``/translate`` endpoint returns. One backend serves
+every request: the model is shared by Gradio's worker threads, which `hf_vaswani`'s model supports, and the run
+counter is guarded by a lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hf_vaswani import paths
+from hf_vaswani.inference import load_translator
+from hf_vaswani.tokenization import DIRECTIONS, direction_to_languages, source_with_language
+from vaswani_inspect import (
+    alignment_matrix,
+    extract,
+    head_view_html,
+    model_view_html,
+    plot_alignment,
+    plot_heatmap,
+    source_words,
+    target_words,
+)
+
+from .embed import PLACEHOLDER_VIEW, iframe_html, view_height
+from .settings import (
+    DIRECTION_CHOICES,
+    FILE_TTL_SECONDS,
+    KIND_NAMES,
+    LANGUAGE_NAMES,
+    MAX_BEAMS,
+    MAX_CHARS,
+    MEAN,
+    MODEL_ENV,
+)
+
+__all__ = ["DemoBackend", "TranslationResult", "resolve_model_path"]
+
+logger = logging.getLogger(__name__)
+
+
+def resolve_model_path(model_path: str | os.PathLike[str] | None = None) -> str:
+    """The model to load: `model_path`, else ``$VASWANI_DEMO_MODEL``, else the shipped checkpoint
+    (`hf_vaswani.paths.default_model_path`).
+
+    Raises:
+        FileNotFoundError: no model was named and the shipped checkpoint is missing. The default is never looked up
+            on the Hub, where ``pretrained/...`` would be taken for a repository id.
+    """
+    if model_path is not None and str(model_path):
+        return str(model_path)
+    if os.environ.get(MODEL_ENV):
+        return os.environ[MODEL_ENV]
+    try:
+        name = paths.default_model_path()
+    except FileNotFoundError as error:
+        raise FileNotFoundError(f"{error} The demo also takes a model folder or Hub id from ${MODEL_ENV}.") from error
+    if not (Path(name) / "config.json").is_file():
+        raise FileNotFoundError(
+            f"No trained checkpoint at {name}: pass --model with a model folder or Hub id, or set {MODEL_ENV}."
+        )
+    return name
+
+
+@dataclass
+class TranslationResult:
+    """What one call of `DemoBackend.translate` produced: a record, or a message saying why there is none."""
+
+    translation: str = ""
+    status: str = ""
+    record: Any = None
+    ok: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def _int_option(value: Any, default: int, low: int, high: int, what: str) -> int:
+    """`value` as a whole number from `low` to `high` (`default` when empty), or ValueError naming `what`."""
+    if value is None or value == "":
+        return default
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a whole number from {low} to {high}, got {value!r}.") from None
+    if number != int(number) or not low <= number <= high:
+        raise ValueError(f"{what} must be a whole number from {low} to {high}, got {value!r}.")
+    return int(number)
+
+
+def _index(value: Any) -> int | str:
+    """A layer or head choice ("0", "1", ... or "mean") as an index or `MEAN`."""
+    if value is None or value == "" or value == MEAN:
+        return MEAN
+    return int(value)
+
+
+class DemoBackend:
+    """The demo's logic without Gradio: checks the input, runs the model once, draws from the record.
+
+    Attributes:
+        model, tokenizer: the loaded model (eval mode) and its tokenizer.
+        model_name: shown in the app (the folder or Hub id).
+        model_runs: how many times the model was run (translations); redraws do not count.
+        max_tokens: the longest source, in tokens (language token and ``</s>`` included), the model reads.
+        decoder_layers, decoder_heads: what the layer and head choices offer.
+        default_beams, default_max_new_tokens, max_new_tokens_limit: the decoding options' defaults and limit.
+        files_dir: where the attention records offered for download are written.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, model_name: str = "") -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.model_name = model_name or str(getattr(model.config, "_name_or_path", "") or type(model).__name__)
+        config = model.config
+        limits = [int(getattr(config, "max_position_embeddings", 0) or 0)]
+        tokenizer_limit = int(getattr(tokenizer, "model_max_length", 0) or 0)
+        if 0 < tokenizer_limit < 10**6:
+            limits.append(tokenizer_limit)
+        self.max_tokens = min(limit for limit in limits if limit > 0) if any(limits) else 512
+        self.decoder_layers = int(config.decoder_layers)
+        self.decoder_heads = int(config.decoder_attention_heads)
+        generation = getattr(model, "generation_config", None)
+        self.default_beams = max(1, min(MAX_BEAMS, int(getattr(generation, "num_beams", None) or 1)))
+        new_tokens = getattr(generation, "max_new_tokens", None)
+        if not new_tokens and getattr(generation, "max_length", None):
+            new_tokens = int(generation.max_length) - 1  # the decoder start token counts in max_length
+        self.max_new_tokens_limit = max(1, self.max_tokens - 1)
+        self.default_max_new_tokens = max(1, min(int(new_tokens or 64), self.max_new_tokens_limit))
+        self.model_runs = 0
+        self._lock = threading.Lock()
+        # Import bertviz now, in this thread, rather than on the first requests in worker threads.
+        import bertviz  # noqa: F401
+
+        self.files_dir = Path(tempfile.mkdtemp(prefix="vaswani-demo-"))
+
+    @classmethod
+    def load(cls, model_path: str | os.PathLike[str] | None = None, *, device: str | None = None) -> DemoBackend:
+        """Load a model folder or Hub id (see `resolve_model_path`) on `device` (default: cuda if available).
+
+        Raises:
+            FileNotFoundError: when the folder does not exist (the message says how to pass one).
+        """
+        name = resolve_model_path(model_path)
+        model, tokenizer = load_translator(name, device=device)
+        # A local folder is shown (and stored in the records) by its name only: no server paths in the page.
+        shown = Path(name).expanduser().name if Path(name).expanduser().is_dir() else name
+        return cls(model, tokenizer, model_name=shown)
+
+    # ------------------------------------------------------------------------------------------------ input checks
+
+    def check_text(self, text: Any, direction: str) -> tuple[str | None, list[str]]:
+        """(a message explaining why `text` cannot be translated, or None; notes to show with the translation)."""
+        if direction not in DIRECTIONS:
+            choices = " or ".join(f"{label} ({value})" for label, value in DIRECTION_CHOICES)
+            return f"Choose a translation direction: {choices}.", []
+        if text is None or not isinstance(text, str) or text == "":
+            return "The text box is empty: type a sentence to translate.", []
+        if not text.strip():
+            return "The text is only blank space: type a sentence to translate.", []
+        if len(text) > MAX_CHARS:
+            return (
+                f"The text is {len(text)} characters long; this demo translates at most {MAX_CHARS} characters "
+                "(a sentence or two). Please shorten it.",
+                [],
+            )
+        _, target = direction_to_languages(direction)
+        n_tokens = len(self.tokenizer(source_with_language(text, target), verbose=False).input_ids)
+        if n_tokens > self.max_tokens:
+            return (
+                f"The text is {n_tokens} tokens long, but the model reads at most {self.max_tokens} tokens "
+                "(language token and end of sentence included). Please shorten it.",
+                [],
+            )
+        unknown, content = self._unknown_characters(text)
+        notes = []
+        if unknown:
+            shown = " ".join(unknown[:10]) + (" ..." if len(unknown) > 10 else "")
+            if not content:
+                return (
+                    f"The model does not know any of these characters ({shown}): it would read them all as "
+                    "<unk> (unknown), so there is nothing to translate. Type words in Spanish or English.",
+                    [],
+                )
+            notes.append(f"The model has never seen {shown}: it read {'them' if len(unknown) > 1 else 'it'} as <unk>.")
+        return None, notes
+
+    def _unknown_characters(self, text: str) -> tuple[list[str], bool]:
+        """(the distinct pieces of `text` the tokenizer maps to `<unk>`, whether any other real piece exists)."""
+        unk_id = getattr(self.tokenizer, "unk_token_id", None)
+        encoding = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        unknown: list[str] = []
+        content = False
+        tokens = self.tokenizer.convert_ids_to_tokens(encoding["input_ids"])
+        for token_id, token, (start, end) in zip(encoding["input_ids"], tokens, encoding["offset_mapping"]):
+            if unk_id is not None and token_id == unk_id:
+                piece = text[start:end].strip() or "?"
+                if piece not in unknown:
+                    unknown.append(piece)
+            elif token.replace("▁", ""):
+                content = True
+        return unknown, content
+
+    # ------------------------------------------------------------------------------------------------- model run
+
+    def translate(
+        self, text: Any, direction: str, num_beams: Any = None, max_new_tokens: Any = None
+    ) -> TranslationResult:
+        """Check the input and translate it, keeping every attention matrix (`vaswani_inspect.extract`).
+
+        Never raises for bad input: the result then has `ok=False` and a `status` sentence for the user.
+        """
+        try:
+            beams = _int_option(num_beams, self.default_beams, 1, MAX_BEAMS, "The beam size")
+            new_tokens = _int_option(
+                max_new_tokens, self.default_max_new_tokens, 1, self.max_new_tokens_limit, "The maximum length"
+            )
+        except ValueError as error:
+            return TranslationResult(status=str(error))
+        message, notes = self.check_text(text, direction)
+        if message is not None:
+            return TranslationResult(status=message)
+        generate_kwargs = {"num_beams": beams, "max_length": new_tokens + 1}  # max_length counts the start token
+        started = time.perf_counter()
+        try:
+            with self._lock:
+                self.model_runs += 1
+            record = extract(
+                self.model,
+                self.tokenizer,
+                text,
+                direction=direction,
+                generate_kwargs=generate_kwargs,
+                model_name=self.model_name,
+            )
+        except ValueError as error:  # e.g. a limit extract() checks itself
+            return TranslationResult(status=f"This text cannot be translated: {error}")
+        except Exception as error:  # noqa: BLE001 - the user gets a sentence, the log gets the traceback
+            logger.exception("The demo failed on %r (%s)", text, direction)
+            return TranslationResult(
+                status=f"Something went wrong while translating ({type(error).__name__}); the server log has the "
+                "details. Try another sentence."
+            )
+        status = self._status(record, direction, beams, new_tokens, time.perf_counter() - started, notes)
+        return TranslationResult(record.target_text, status, record, True, notes)
+
+    def _status(
+        self, record: Any, direction: str, beams: int, new_tokens: int, seconds: float, notes: list[str]
+    ) -> str:
+        """The status line of a translation: direction, time, settings, token counts, then `notes` (extended with
+        an empty translation or one cut at the maximum length)."""
+        source, target = direction.split("-")
+        output_tokens = max(0, len(record.target_tokens) - 1)
+        status = (
+            f"Translated {LANGUAGE_NAMES[source]} → {LANGUAGE_NAMES[target]} in {seconds:.2f} s (beam size "
+            f"{beams}; {len(record.source_tokens)} source tokens, {output_tokens} output tokens)."
+        )
+        if not record.target_text:
+            notes.append("The model produced an empty translation.")
+        if output_tokens >= new_tokens and record.target_tokens[-1] != getattr(self.tokenizer, "eos_token", None):
+            notes.append(f"The translation stopped at the maximum length ({new_tokens} tokens).")
+        return " ".join([status, *notes])
+
+    # ---------------------------------------------------------------------------------------- drawing the record
+
+    def alignment(self, record: Any, layer: Any = MEAN, head: Any = MEAN, unit: str = "words") -> tuple[Any, list]:
+        """(matplotlib Figure of the cross-attention, aligned word pairs) for a layer/head index or `"mean"`.
+
+        The pairs are rows ``[target word, source word, weight]``: each target word with the source word its
+        (layer, head) cross-attention gives the most weight (`vaswani_inspect.align`, argmax, rows that predict
+        the word). Nothing is drawn for `record=None`.
+        """
+        if record is None:
+            return None, []
+        layer_index, head_index = _index(layer), _index(head)
+        heads = "all" if head_index == MEAN else head_index
+        pairs: list[list[Any]] = []
+        try:
+            matrix = alignment_matrix(record, layer_index, heads)
+            sources, targets = source_words(record), target_words(record)
+            for j, row in enumerate(matrix):
+                i = int(row.argmax())
+                pairs.append([targets[j], sources[i], round(float(row[i]), 3)])
+        except ValueError:  # no words on one side (e.g. an empty translation): no pairs, token heatmap
+            unit = "tokens"
+        if unit == "words":
+            figure = plot_alignment(record, layer_index, heads)
+            layer_text = "mean of layers" if layer_index == MEAN else f"layer {layer_index}"
+            head_text = "mean of heads" if head_index == MEAN else f"head {head_index}"
+            figure.axes[0].set_title(f"cross-attention alignment, {layer_text}, {head_text}", fontsize=10)
+        else:
+            figure = plot_heatmap(record, "cross", layer_index, head_index)
+        return figure, pairs
+
+    def view(self, record: Any, view: str = "head", kind: str = "encoder") -> str:
+        """The bertviz head or model view of one attention kind, as a sandboxed iframe (a placeholder for None)."""
+        if record is None:
+            return PLACEHOLDER_VIEW
+        kind = kind if kind in KIND_NAMES else "encoder"
+        page = model_view_html(record, kind) if view == "model" else head_view_html(record, kind)
+        title = f"bertviz {'model' if view == 'model' else 'head'} view: {KIND_NAMES[kind]}"
+        return iframe_html(page, height=view_height(record, view, kind), title=title)
+
+    # ------------------------------------------------------------------------------------------------- downloads
+
+    def save_record(self, record: Any) -> str | None:
+        """Write the record as JSON to a fresh file for download; returns its path (None for no record)."""
+        if record is None:
+            return None
+        self._prune_files()
+        folder = Path(tempfile.mkdtemp(dir=self.files_dir))
+        name = f"attention-{record.direction or 'record'}.json"
+        return str(record.save(folder / name))
+
+    def _prune_files(self) -> None:
+        cutoff = time.time() - FILE_TTL_SECONDS
+        for folder in self.files_dir.glob("*"):
+            try:
+                if folder.stat().st_mtime < cutoff:
+                    shutil.rmtree(folder, ignore_errors=True)
+            except OSError:
+                pass
+
+    # ------------------------------------------------------------------------------------------------ the endpoint
+
+    def translate_outputs(
+        self,
+        text: Any,
+        direction: str,
+        num_beams: Any = None,
+        max_new_tokens: Any = None,
+        layer: Any = MEAN,
+        head: Any = MEAN,
+        unit: str = "words",
+        view: str = "head",
+        kind: str = "encoder",
+    ) -> tuple[TranslationResult, tuple[Any, ...]]:
+        """Everything ``/translate`` returns: (result, (translation, status, figure, pairs, view HTML, JSON path,
+        record))."""
+        result = self.translate(text, direction, num_beams, max_new_tokens)
+        if not result.ok:
+            return result, ("", result.status, None, [], PLACEHOLDER_VIEW, None, None)
+        record = result.record
+        try:
+            figure, pairs = self.alignment(record, layer, head, unit)
+            page = self.view(record, view, kind)
+            path = self.save_record(record)
+        except Exception as error:  # noqa: BLE001 - a drawing problem must not hide the translation
+            logger.exception("The demo could not draw the attention of %r", text)
+            status = f"{result.status} The attention could not be drawn ({type(error).__name__})."
+            return result, (result.translation, status, None, [], PLACEHOLDER_VIEW, None, record)
+        return result, (result.translation, result.status, figure, pairs, page, path, record)

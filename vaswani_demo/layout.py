@@ -1,0 +1,155 @@
+"""The demo page: Gradio components only, top to bottom; what they do is wired in `vaswani_demo.events`.
+
+`build_layout(backend)` must be called inside a ``gr.Blocks`` context; the ``elem_id`` of each component is what the
+browser test and the page style (`settings.APP_CSS`) select.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+from .backend import DemoBackend
+from .embed import PLACEHOLDER_VIEW
+from .settings import (
+    DIRECTION_CHOICES,
+    EXAMPLES,
+    KIND_CHOICES,
+    MAX_BEAMS,
+    MAX_CHARS,
+    MEAN,
+    STATE_TTL_SECONDS,
+    UNIT_CHOICES,
+    VIEW_CHOICES,
+)
+
+__all__ = ["PAGE_TITLE", "DemoLayout", "build_layout"]
+
+PAGE_TITLE = "Attention Is All You Need: translate and inspect"
+
+
+@dataclass
+class DemoLayout:
+    """The components the events read and write."""
+
+    # translation inputs
+    text: gr.Textbox
+    direction: gr.Radio
+    num_beams: gr.Slider
+    max_new_tokens: gr.Slider
+    button: gr.Button
+    examples: gr.Examples
+    # translation outputs
+    translation: gr.Textbox
+    status: gr.Textbox
+    record_file: gr.File
+    # cross-attention heatmap and word pairs
+    layer: gr.Dropdown
+    head: gr.Dropdown
+    unit: gr.Radio
+    plot: gr.Plot
+    pairs: gr.Dataframe
+    # bertviz
+    view: gr.Radio
+    kind: gr.Radio
+    views: gr.HTML
+    # the record of the session's last translation, which every redraw reads
+    record_state: gr.State
+
+
+def build_layout(backend: DemoBackend) -> DemoLayout:
+    """Add the demo's components to the current ``gr.Blocks`` and return them."""
+    gr.Markdown(
+        f"# {PAGE_TITLE}\n"
+        "A Transformer (Vaswani et al., 2017) written from scratch as a Hugging Face transformers model, "
+        "trained on Tatoeba Spanish ↔ English sentence pairs. Translate a sentence, then look at what its "
+        f"attention heads did. Model: `{backend.model_name}`. Limits: {MAX_CHARS} characters and "
+        f"{backend.max_tokens} tokens per input."
+    )
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1):
+            inputs = _translation_inputs(backend)
+        with gr.Column(scale=1):
+            outputs = _translation_outputs()
+    examples = gr.Examples(
+        [list(example) for example in EXAMPLES],
+        inputs=[inputs["text"], inputs["direction"]],
+        label="Examples (click one to translate it)",
+        cache_examples=False,
+        example_labels=[f"{t}  ({'es→en' if d == 'es-en' else 'en→es'})" for t, d in EXAMPLES],
+    )
+    alignment = _alignment_section(backend)
+    bertviz = _bertviz_section()
+    record_state = gr.State(None, time_to_live=STATE_TTL_SECONDS)
+    return DemoLayout(**inputs, examples=examples, **outputs, **alignment, **bertviz, record_state=record_state)
+
+
+def _translation_inputs(backend: DemoBackend) -> dict[str, gr.components.Component]:
+    text = gr.Textbox(
+        label="Text to translate",
+        placeholder="Escribe una frase… / Type a sentence…",
+        lines=2,
+        max_lines=6,
+        elem_id="source-text",
+    )
+    direction = gr.Radio(DIRECTION_CHOICES, value="es-en", label="Direction", elem_id="direction")
+    with gr.Accordion("Decoding options", open=False):
+        num_beams = gr.Slider(1, MAX_BEAMS, value=backend.default_beams, step=1, label="Beam size (1 = greedy)")
+        max_new_tokens = gr.Slider(
+            1,
+            backend.max_new_tokens_limit,
+            value=backend.default_max_new_tokens,
+            step=1,
+            label="Maximum length of the translation (tokens)",
+        )
+    button = gr.Button("Translate", variant="primary", elem_id="translate-button")
+    return dict(text=text, direction=direction, num_beams=num_beams, max_new_tokens=max_new_tokens, button=button)
+
+
+def _translation_outputs() -> dict[str, gr.components.Component]:
+    translation = gr.Textbox(label="Translation", interactive=False, lines=2, buttons=["copy"], elem_id="translation")
+    status = gr.Textbox(label="Status", interactive=False, lines=2, elem_id="status")
+    record_file = gr.File(label="Attention record (JSON)", interactive=False, elem_id="record-file")
+    return dict(translation=translation, status=status, record_file=record_file)
+
+
+def _alignment_section(backend: DemoBackend) -> dict[str, gr.components.Component]:
+    gr.Markdown(
+        "## Cross-attention: which source words each target word looked at\n"
+        "Rows are target words (the attention that *produced* each word), columns source words; red boxes mark "
+        "each target word's most attended source word."
+    )
+    layer_choices = [("average of all layers", MEAN)] + [(f"layer {i}", str(i)) for i in range(backend.decoder_layers)]
+    head_choices = [("average of all heads", MEAN)] + [(f"head {i}", str(i)) for i in range(backend.decoder_heads)]
+    with gr.Row():
+        layer = gr.Dropdown(layer_choices, value=MEAN, label="Decoder layer", elem_id="layer")
+        head = gr.Dropdown(head_choices, value=MEAN, label="Head", elem_id="head")
+        unit = gr.Radio(UNIT_CHOICES, value="words", label="Heatmap of", elem_id="unit")
+    with gr.Row(equal_height=False):
+        plot = gr.Plot(
+            label="Cross-attention heatmap", show_label=False, format="png", scale=3, elem_id="alignment-plot"
+        )
+        pairs = gr.Dataframe(
+            headers=["target word", "source word", "weight"],
+            datatype=["str", "str", "number"],
+            label="Aligned words",
+            interactive=False,
+            scale=2,
+            elem_id="alignment-pairs",
+        )
+    return dict(layer=layer, head=head, unit=unit, plot=plot, pairs=pairs)
+
+
+def _bertviz_section() -> dict[str, gr.components.Component]:
+    gr.Markdown(
+        "## Inside the heads (bertviz)\n"
+        "Head view: lines from each token to the tokens it attends to (hover a token; double-click a head "
+        "colour to show it alone). Model view: every layer × head at once (click a thumbnail to enlarge). "
+        "Decoder rows are labelled with the decoder *input* token: the row of token t predicts token t + 1."
+    )
+    with gr.Row():
+        view = gr.Radio(VIEW_CHOICES, value="head", label="bertviz view", elem_id="view")
+        kind = gr.Radio(KIND_CHOICES, value="encoder", label="Attention", elem_id="kind")
+    views = gr.HTML(PLACEHOLDER_VIEW, label="bertviz view", js_on_load=None, elem_id="bertviz")
+    return dict(view=view, kind=kind, views=views)
