@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from datasets import Dataset, DatasetDict
 
 from .languages import DIRECTIONS, direction_to_languages, source_with_language
+from .word_alignment import Links, token_words
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -537,30 +538,45 @@ def prepare_splits(
 # ------------------------------------------------------------------------------------------ datasets
 
 
-def _directional_columns(pairs: Sequence[SentencePair], directions: Sequence[str]) -> dict[str, list[str]]:
-    columns: dict[str, list[str]] = {"source": [], "target": [], "direction": []}
+def _directional_columns(
+    pairs: Sequence[SentencePair], directions: Sequence[str], links: Sequence[Links] | None
+) -> dict[str, list[Any]]:
+    columns: dict[str, list[Any]] = {"source": [], "target": [], "direction": []}
+    if links is not None:
+        if len(links) != len(pairs):
+            raise ValueError(f"{len(links)} alignments for {len(pairs)} sentence pairs.")
+        columns["word_links"] = []
     for direction in directions:
         source_lang, target_lang = direction_to_languages(direction)
         source_index, target_index = LANGUAGES.index(source_lang), LANGUAGES.index(target_lang)
         columns["source"].extend(pair[source_index] for pair in pairs)
         columns["target"].extend(pair[target_index] for pair in pairs)
         columns["direction"].extend([direction] * len(pairs))
+        if links is not None:  # pair links are (English word, Spanish word); a row's are (source word, target word)
+            swap = source_lang != LANGUAGES[0]
+            columns["word_links"].extend(sorted((j, i) if swap else (i, j) for i, j in row) for row in links)
     return columns
 
 
 def build_translation_datasets(
-    splits: Mapping[str, Sequence[SentencePair]], directions: Sequence[str] = DIRECTIONS
+    splits: Mapping[str, Sequence[SentencePair]],
+    directions: Sequence[str] = DIRECTIONS,
+    word_links: Mapping[str, Sequence[Links]] | None = None,
 ) -> DatasetDict:
     """One `datasets.Dataset` per split with every pair in each direction.
 
     Columns: ``source`` and ``target`` (plain text; `tokenize_pairs` adds the language token) and
     ``direction`` (``"es-en"`` or ``"en-es"``). Rows are grouped by direction, in the order of `directions`.
+    `word_links[split][k]`, the word alignment of pair k as (English word, Spanish word) links (words of
+    `hf_vaswani.word_alignment.words`), adds a ``word_links`` column of (source word, target word) links, which
+    `tokenize_pairs` turns into token links for guided-alignment training.
     """
     if not directions:
         raise ValueError(f"No direction given: pass some of {list(DIRECTIONS)}.")
     result = DatasetDict()
     for name, rows in splits.items():
-        result[name] = Dataset.from_dict(_directional_columns(list(rows), directions))
+        links = word_links.get(name) if word_links else None
+        result[name] = Dataset.from_dict(_directional_columns(list(rows), directions, links))
     return result
 
 
@@ -598,20 +614,68 @@ def load_translation_datasets(
 
 def _tokenize_function(
     tokenizer: PreTrainedTokenizerBase, max_length: int
-) -> Callable[[dict[str, list[str]]], dict[str, list[list[int]]]]:
-    def encode(batch: dict[str, list[str]]) -> dict[str, list[list[int]]]:
+) -> Callable[[dict[str, list[Any]]], dict[str, list[list[int]]]]:
+    def encode(batch: dict[str, list[Any]]) -> dict[str, list[list[int]]]:
         sources = [
             source_with_language(text, direction_to_languages(direction)[1])
             for text, direction in zip(batch["source"], batch["direction"], strict=True)
         ]
-        encoded = tokenizer(sources, text_target=batch["target"], max_length=max_length, truncation=True)
-        return {
+        links = batch.get("word_links")
+        encoded = tokenizer(
+            sources,
+            text_target=batch["target"],
+            max_length=max_length,
+            truncation=True,
+            return_offsets_mapping=bool(links),
+        )
+        columns = {
             "input_ids": encoded["input_ids"],
             "attention_mask": encoded["attention_mask"],
             "labels": encoded["labels"],
         }
+        if links:
+            targets = tokenizer(
+                text_target=batch["target"], max_length=max_length, truncation=True, return_offsets_mapping=True
+            )
+            columns["alignment"] = [
+                _token_links(row_links, source, source_offsets, target, target_offsets)
+                for row_links, source, source_offsets, target, target_offsets in zip(
+                    links, sources, encoded["offset_mapping"], batch["target"], targets["offset_mapping"], strict=True
+                )
+            ]
+        return columns
 
     return encode
+
+
+def _token_links(
+    word_links: Sequence[Sequence[int]],
+    source: str,
+    source_offsets: Sequence[tuple[int, int]],
+    target: str,
+    target_offsets: Sequence[tuple[int, int]],
+) -> list[int]:
+    """The (source token, label position) links of one row, flattened: every token of source word i with every
+    token of target word j, for each word link (i, j). The language token and `</s>` belong to no word."""
+    prefix = source.index(" ") + 1  # ">>en<< " before the text the word links index
+    text = source[prefix:]
+    source_words = token_words([(max(a - prefix, 0), max(b - prefix, 0)) for a, b in source_offsets], text)
+    target_words = token_words(target_offsets, target)
+    source_tokens: dict[int, list[int]] = {}
+    target_tokens: dict[int, list[int]] = {}
+    for position, word in enumerate(source_words):
+        if word is not None:
+            source_tokens.setdefault(word, []).append(position)
+    for position, word in enumerate(target_words):
+        if word is not None:
+            target_tokens.setdefault(word, []).append(position)
+    return [
+        index
+        for i, j in word_links
+        for s in source_tokens.get(i, ())
+        for t in target_tokens.get(j, ())
+        for index in (s, t)
+    ]
 
 
 def tokenize_pairs(
@@ -627,8 +691,9 @@ def tokenize_pairs(
 
     The encoder input is ``>>{target_lang}<< source </s>`` and the labels are ``target </s>``, both cut to
     `max_length` tokens (``</s>`` is kept). Adds ``input_ids``, ``attention_mask`` and ``labels`` (not padded:
-    `transformers.DataCollatorForSeq2Seq` pads them, the labels with -100). The text columns are removed
-    unless `keep_text_columns`, so the result goes straight into the collator.
+    `transformers.DataCollatorForSeq2Seq` pads them, the labels with -100), and, from a ``word_links`` column,
+    ``alignment``: the (source token, label position) links, flattened, for guided-alignment training. The text
+    columns are removed unless `keep_text_columns`, so the result goes straight into the collator.
     """
     function = _tokenize_function(tokenizer, max_length)
     if isinstance(dataset, DatasetDict):

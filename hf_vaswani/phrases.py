@@ -27,7 +27,14 @@ from collections.abc import Iterable, Sequence
 
 from .data import SentencePair
 
-__all__ = ["SPANISH_DETERMINERS", "build_lexicon", "casual_copies", "mine_noun_phrase_pairs"]
+__all__ = [
+    "SPANISH_DETERMINERS",
+    "build_lexicon",
+    "capitalised_words",
+    "casual_copies",
+    "mine_noun_phrase_pairs",
+    "sentence_forms",
+]
 
 #: Spanish determiners and the English determiners that translate them.
 SPANISH_DETERMINERS: dict[str, frozenset[str]] = {
@@ -174,26 +181,62 @@ def mine_noun_phrase_pairs(
 
 
 _CASUAL_EDGES = re.compile(r"^[¿¡\s]+|[\s.!?…]+$")
+#: English words written with a capital wherever they stand.
+_ALWAYS_CAPITALISED = frozenset({"I", "I'm", "I've", "I'd", "I'll"})
 
 
-def _casual(text: str) -> str:
-    return _lower_initial(_CASUAL_EDGES.sub("", text))
+def capitalised_words(pairs: Iterable[SentencePair], *, min_count: int = 2) -> frozenset[str]:
+    """Words that keep their capital letter inside a sentence: English "I" and its contractions, and the words
+    (names: "Tom", "Boston", "María") seen capitalised after the first word of at least `min_count` sentences and
+    never in lower case there."""
+    capitalised: Counter[str] = Counter()
+    lower: set[str] = set()
+    for pair in pairs:
+        for text in pair:
+            for word in _words(text)[1:]:
+                if word[:1].isupper():
+                    capitalised[word] += 1
+                else:
+                    lower.add(word.lower())
+    names = {word for word, count in capitalised.items() if count >= min_count and word.lower() not in lower}
+    return frozenset(names | _ALWAYS_CAPITALISED)
 
 
-def casual_copies(pairs: Sequence[SentencePair], fraction: float, seed: int = 0) -> list[SentencePair]:
-    """Copies of a `fraction` of the pairs written as users often type: first letter lower-cased, no final
-    punctuation (nor opening ¿ ¡), on both sides ("Tengo hambre." / "I'm hungry." -> "tengo hambre" / "i'm
+def _casual(text: str, keep: frozenset[str]) -> str:
+    text = _CASUAL_EDGES.sub("", text)
+    first = _words(text)[:1]
+    return text if first and first[0] in keep and text.startswith(first[0]) else _lower_initial(text)
+
+
+def casual_copies(
+    pairs: Sequence[SentencePair], fraction: float, seed: int = 0, keep: frozenset[str] | None = None
+) -> list[SentencePair]:
+    """Copies of a `fraction` of the pairs written as users often type: no final punctuation (nor opening ¿ ¡),
+    first letter lower-cased unless the first word is in `keep` (default: `capitalised_words(pairs)`, so "I"
+    and names stay capitalised), on both sides ("Tengo hambre." / "I'm hungry." -> "tengo hambre" / "I'm
     hungry"). With the noun phrases, which are lower-case and unpunctuated too, they keep the model from taking
     every unpunctuated input for a phrase. The pairs are chosen by a hash of their text and `seed`, so every
     process and every resumed run picks the same ones; pairs that would not change are skipped.
     """
     if not 0.0 <= fraction <= 1.0:
         raise ValueError(f"fraction must be in [0, 1], got {fraction!r}.")
+    keep = capitalised_words(pairs) if keep is None else keep
     copies = []
     for pair in pairs:
         digest = hashlib.blake2b(f"{seed}\t{pair.en}\t{pair.es}".encode(), digest_size=8).digest()
         if int.from_bytes(digest, "big") / 2**64 < fraction:
-            casual = SentencePair(_casual(pair.en), _casual(pair.es))
+            casual = SentencePair(_casual(pair.en, keep), _casual(pair.es, keep))
             if casual != pair and casual.en and casual.es:
                 copies.append(casual)
     return copies
+
+
+def sentence_forms(phrases: Iterable[SentencePair]) -> list[SentencePair]:
+    """The noun phrases written as sentences, capitalised with a final period ("El gato negro." / "The black
+    cat."): without them, a noun phrase typed as a sentence comes out as one with a verb added ("The black cat
+    is.")."""
+    return [SentencePair(_sentence(pair.en), _sentence(pair.es)) for pair in phrases]
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + "."

@@ -72,5 +72,33 @@ def test_casual_copies_are_lowercase_unpunctuated_deterministic_and_about_the_fr
     first = copies[0]
     number = first.en.split()[1]
     assert first == SentencePair(f"is {number} a number", f"es {number} un número")
+    assert all(copy.en.startswith("is ") for copy in copies)
     assert casual_copies(pairs, 0.0) == []
     assert casual_copies([SentencePair("the black cat", "el gato negro")], 1.0) == []  # nothing to change
+
+
+def test_casual_copies_keep_i_and_names_capitalised():
+    from hf_vaswani.phrases import capitalised_words, casual_copies
+
+    pairs = [
+        SentencePair("I'm hungry.", "Tengo hambre."),
+        SentencePair("Tom is here.", "Tom está aquí."),
+        SentencePair("I saw Tom.", "Vi a Tom."),
+        SentencePair("Ask Tom.", "Pregúntale a Tom."),
+        SentencePair("The cat sleeps.", "El gato duerme."),
+        SentencePair("I think the cat sleeps.", "Creo que el gato duerme."),
+    ]
+    keep = capitalised_words(pairs)
+    assert {"Tom", "I", "I'm"} <= keep and "The" not in keep and "El" not in keep
+    copies = casual_copies(pairs, 1.0)
+    assert SentencePair("I'm hungry", "tengo hambre") in copies
+    assert SentencePair("Tom is here", "Tom está aquí") in copies
+    assert SentencePair("the cat sleeps", "el gato duerme") in copies
+
+
+def test_noun_phrases_as_sentences():
+    from hf_vaswani.phrases import sentence_forms
+
+    assert sentence_forms([SentencePair("the black cat", "el gato negro")]) == [
+        SentencePair("The black cat.", "El gato negro.")
+    ]
