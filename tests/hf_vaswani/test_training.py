@@ -180,6 +180,38 @@ def test_average_checkpoints_is_the_mean(tiny_run, tmp_path):
     assert (tmp_path / "cli" / "model.safetensors").is_file()
 
 
+# ------------------------------------------------------------------------------------------- attention path
+
+
+@pytest.mark.parametrize("bf16, expected", [(True, "eager"), (False, "sdpa")], ids=["bf16", "float32"])
+def test_cpu_training_attention_path_and_saved_default(tiny_run, tmp_path, monkeypatch, bf16, expected):
+    """On the CPU, a bf16 run trains on the eager attention path (sdpa's bf16 backward is slower there) and a
+    float32 run keeps sdpa; either way final/ and averaged/ load with the model's default, sdpa."""
+    from transformers import AutoModelForSeq2SeqLM
+
+    import hf_vaswani  # noqa: F401
+    from hf_vaswani.training import VaswaniTrainer
+
+    trained_with = []
+    original = VaswaniTrainer.train
+
+    def recording(self, *args, **kwargs):
+        trained_with.append(self.model.config._attn_implementation)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(VaswaniTrainer, "train", recording)
+    out = tmp_path / "run"
+    args = ["train", str(tiny_run["config"]), "--set", f"data.path={tiny_run['data']}"]
+    args += ["--set", f"training.output_dir={out}", "--set", f"tokenizer.path={tiny_run['out'] / 'tokenizer'}"]
+    args += ["--set", f"training.bf16={str(bf16).lower()}", "--set", "training.use_cpu=true"]
+    args += ["--set", "training.max_steps=2", "--set", "training.save_steps=1", "--set", "training.eval_steps=0"]
+    assert main(args) == 0
+    assert trained_with == [expected]
+    for folder in ("final", "averaged"):
+        assert "attn_implementation" not in (out / folder / "config.json").read_text()
+        assert AutoModelForSeq2SeqLM.from_pretrained(out / folder).config._attn_implementation == "sdpa"
+
+
 # ------------------------------------------------------------------------------------------- translate / evaluate
 
 

@@ -1,0 +1,79 @@
+"""Training recipe of the paper (sec. 5) on `transformers.Seq2SeqTrainer`, and checkpoint averaging (sec. 6.1).
+
+* Optimizer (sec. 5.3): Adam with beta1 = 0.9, beta2 = 0.98, eps = 1e-9 (no weight decay).
+* Learning rate (sec. 5.3, eq. 3): ``lrate = d_model^-0.5 * min(step_num^-0.5, step_num * warmup_steps^-1.5)``,
+  with update k (k = 1, 2, ...) at step_num = k (`paper_learning_rate`, `paper_lr_lambda`).
+* Regularization (sec. 5.4): residual dropout and label smoothing come from the model configuration (the
+  model computes the label-smoothed loss; Trainer's `label_smoothing_factor` stays 0).
+* Batching (sec. 5.1): batches of sentences of similar length (``sampling: group_by_length``, the default),
+  or batches of a bounded number of tokens as in the paper (``sampling: tokens`` with ``max_tokens_per_batch``,
+  `TokenBatchSampler`), with gradient accumulation; the loss is normalized by the number of target tokens of
+  the whole accumulated batch.
+* Checkpoint averaging (sec. 6.1): `average_checkpoints` averages the last N checkpoints.
+
+A run is described by a YAML (or JSON) file with four sections, ``data``, ``tokenizer``, ``model`` and
+``training`` (see `DEFAULT_CONFIG` and ``configs/tatoeba-es-en.yaml``); any value can be overridden with
+``key.path=value`` strings (``--set training.max_steps=100`` on the command line). `validate_config` checks the
+type and range of every value.
+
+The same `train` runs in one process or under ``torchrun`` / ``accelerate launch`` (DDP); checkpoints are
+written atomically and a resumed run continues with the data order of an uninterrupted one (`VaswaniTrainer`).
+
+What lives where (everything public is importable from here):
+
+* `config`: `DEFAULT_CONFIG`, `load_config`, `apply_overrides`, `validate_config`.
+* `schedule`: the learning rate of sec. 5.3 (`paper_learning_rate`, `paper_peak_learning_rate`,
+  `paper_lr_lambda`).
+* `arguments`: `build_training_arguments`, the `Seq2SeqTrainingArguments` of a configuration.
+* `batching`: `TokenBatchSampler` and the example lengths that batches are grouped by.
+* `trainer`: `VaswaniTrainer`, `JsonlLoggerCallback` and the validation BLEU/chrF.
+* `checkpoints`: finding complete checkpoints (`find_checkpoints`, `last_checkpoint`, `checkpoint_problem`)
+  and publishing folders atomically.
+* `weights`: reading, checking and casting saved safetensors weights.
+* `averaging`: `average_checkpoints`.
+* `run`: `train`, from the configuration to the ``final/`` and ``averaged/`` models.
+
+The ``hf-vaswani train`` and ``hf-vaswani average-checkpoints`` commands are in `hf_vaswani.commands.train`.
+
+Layout of the output directory::
+
+    config.yaml          the resolved configuration of the run
+    tokenizer/           the tokenizer, trained once on the training split and reused when resuming
+    splits/              validation.tsv and test.tsv (English<TAB>Spanish), for `hf-vaswani evaluate`;
+                         noun_phrases.tsv, the mined phrase pairs added to training (``data.noun_phrases``)
+    log.jsonl            one JSON object per Trainer log event (loss, lr, eval BLEU/chrF, tokens/s)
+    checkpoint-N/        Trainer checkpoints (model, tokenizer, optimizer, scheduler, RNG states,
+                         training_args.json), renamed into place from tmp-checkpoint-N/ once complete
+    final/               the model at the end of training (config, generation config, tokenizer)
+    averaged/            the average of the last `average_last` checkpoints (when >= 2 exist)
+"""
+
+from .arguments import build_training_arguments
+from .averaging import average_checkpoints
+from .batching import TokenBatchSampler
+from .checkpoints import IncompleteCheckpointWarning, checkpoint_problem, find_checkpoints, last_checkpoint
+from .config import DEFAULT_CONFIG, SAMPLING_STRATEGIES, apply_overrides, load_config, validate_config
+from .run import train
+from .schedule import paper_learning_rate, paper_lr_lambda, paper_peak_learning_rate
+from .trainer import JsonlLoggerCallback, VaswaniTrainer
+
+__all__ = [
+    "DEFAULT_CONFIG",
+    "IncompleteCheckpointWarning",
+    "JsonlLoggerCallback",
+    "SAMPLING_STRATEGIES",
+    "TokenBatchSampler",
+    "VaswaniTrainer",
+    "apply_overrides",
+    "average_checkpoints",
+    "build_training_arguments",
+    "checkpoint_problem",
+    "find_checkpoints",
+    "last_checkpoint",
+    "load_config",
+    "paper_learning_rate",
+    "paper_lr_lambda",
+    "paper_peak_learning_rate",
+    "train",
+    "validate_config",
+]

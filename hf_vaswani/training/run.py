@@ -1,0 +1,325 @@
+"""`train`: one run of the recipe, from a run configuration to the ``final/`` and ``averaged/`` models.
+
+The steps: check the configuration, build the training arguments (which set up the process group under
+``torchrun``), choose the checkpoint to resume from, prepare the data (`prepare_data`), build the model
+(`build_model`), train with `VaswaniTrainer`, then publish ``final/`` and average the last checkpoints into
+``averaged/``.
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from transformers import (
+    AutoTokenizer,
+    DataCollatorForSeq2Seq,
+    GenerationConfig,
+    Seq2SeqTrainingArguments,
+    set_seed,
+)
+
+from ..configuration_vaswani import VaswaniConfig
+from ..modeling_vaswani import VaswaniForConditionalGeneration
+from .arguments import build_training_arguments, resolve_output_dir
+from .averaging import average_checkpoints
+from .batching import example_lengths
+from .checkpoints import STAGING_PREFIX, find_checkpoints, last_checkpoint, publish_dir, remove_staging_dirs
+from .config import validate_config
+from .trainer import JsonlLoggerCallback, VaswaniTrainer, build_compute_metrics
+from .weights import cast_saved_model
+
+__all__ = ["PreparedData", "build_model", "prepare_data", "train"]
+
+
+@dataclass
+class PreparedData:
+    """What `prepare_data` gives `train`: the tokenizer and the tokenized datasets."""
+
+    tokenizer: Any
+    train_dataset: Any
+    eval_dataset: Any
+    #: The direction of each evaluation row, in order (for the per-direction scores).
+    eval_directions: list[str]
+    #: The length of each training row (the longer side, in tokens), which the batches group by.
+    train_lengths: list[int]
+
+
+# --------------------------------------------------------------------------------------------- data
+
+
+def _load_or_train_tokenizer(
+    config: Mapping[str, Any], output_dir: Path, train_pairs: Sequence[Any], save: bool = True
+) -> Any:
+    from ..tokenization import train_tokenizer
+
+    saved = output_dir / "tokenizer"
+    section = config["tokenizer"]
+    if section["path"]:
+        if not (Path(section["path"]) / "tokenizer_config.json").is_file():
+            raise FileNotFoundError(
+                f"tokenizer.path: no tokenizer folder (with a tokenizer_config.json) at {section['path']!r}."
+            )
+        tokenizer = AutoTokenizer.from_pretrained(section["path"])
+    elif (saved / "tokenizer.json").is_file():
+        tokenizer = AutoTokenizer.from_pretrained(saved)
+    else:
+        texts = [text for pair in train_pairs for text in pair]
+        tokenizer = train_tokenizer(texts, vocab_size=int(section["vocab_size"]), model_type=section["model_type"])
+    if save and not (saved / "tokenizer.json").is_file():
+        tokenizer.save_pretrained(saved)
+    return tokenizer
+
+
+def _training_pairs(data: Mapping[str, Any], pairs: list[Any], output_dir: Path, is_main: bool) -> list[Any]:
+    """The training pairs, then the mined noun-phrase pairs and the casual copies the configuration asks for."""
+    from ..data import write_pairs_tsv
+    from ..phrases import casual_copies, mine_noun_phrase_pairs
+
+    extra = []
+    if data["noun_phrases"]:
+        extra += mine_noun_phrase_pairs(pairs, max_pairs=data["max_noun_phrases"])
+        if is_main:
+            write_pairs_tsv(extra, output_dir / "splits" / "noun_phrases.tsv")
+    if data["casual_copies"]:
+        extra += casual_copies(pairs, data["casual_copies"], seed=int(data["split_seed"]))
+    return [*pairs, *extra]
+
+
+def _tokenizer_and_splits(
+    config: Mapping[str, Any], args: Seq2SeqTrainingArguments, output_dir: Path
+) -> tuple[Any, dict[str, list[Any]]]:
+    """Read, deduplicate and split the pairs (deterministically), train the tokenizer on the training split only
+    (or load it), filter and extend the training split, and write the held-out splits. The main process does
+    it first and saves the tokenizer; the other processes of a distributed run then load it."""
+    from ..data import deduplicate_pairs, filter_pairs, load_pairs, split_pairs, write_pairs_tsv
+
+    data, is_main = config["data"], args.process_index == 0
+    pairs = deduplicate_pairs(load_pairs(data["path"]))
+    splits = split_pairs(
+        pairs, validation_size=data["validation_size"], test_size=data["test_size"], seed=int(data["split_seed"])
+    )
+    with args.main_process_first(local=False, desc="tokenizer and data splits"):
+        if is_main:
+            output_dir.mkdir(parents=True, exist_ok=True)
+            remove_staging_dirs(output_dir)
+        tokenizer = _load_or_train_tokenizer(config, output_dir, splits["train"], save=is_main)
+        splits["train"] = filter_pairs(
+            splits["train"],
+            max_tokens=int(data["max_length"]),
+            tokenizer=tokenizer,
+            max_length_ratio=data["max_length_ratio"],
+        )
+        splits["train"] = _training_pairs(data, splits["train"], output_dir, is_main)
+        if is_main:
+            for name in ("validation", "test"):
+                write_pairs_tsv(splits[name], output_dir / "splits" / f"{name}.tsv")
+    return tokenizer, splits
+
+
+def prepare_data(config: Mapping[str, Any], args: Seq2SeqTrainingArguments, output_dir: Path) -> PreparedData:
+    """The tokenizer and the tokenized training and evaluation datasets of a run (both directions of each pair;
+    ``data.eval_samples`` shuffled validation rows), writing ``tokenizer/`` and ``splits/`` to `output_dir`."""
+    from ..data import build_translation_datasets, tokenize_pairs
+
+    data = config["data"]
+    tokenizer, splits = _tokenizer_and_splits(config, args, output_dir)
+    datasets = build_translation_datasets(splits, data["directions"])
+    eval_samples = int(data["eval_samples"] or 0)
+    validation = datasets["validation"].shuffle(seed=int(data["split_seed"]))
+    if eval_samples and eval_samples < len(validation):
+        validation = validation.select(range(eval_samples))
+    max_length = int(data["max_length"])
+    train_dataset = tokenize_pairs(datasets["train"], tokenizer, max_length)
+    return PreparedData(
+        tokenizer=tokenizer,
+        train_dataset=train_dataset,
+        eval_dataset=tokenize_pairs(validation, tokenizer, max_length),
+        eval_directions=list(validation["direction"]),
+        train_lengths=example_lengths(train_dataset),
+    )
+
+
+# --------------------------------------------------------------------------------------------- model
+
+
+def _model_config(config: Mapping[str, Any], tokenizer: Any) -> VaswaniConfig:
+    values = dict(config["model"] or {})
+    values.update(
+        vocab_size=len(tokenizer),
+        decoder_vocab_size=None,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.bos_token_id,
+    )
+    return VaswaniConfig(**values)
+
+
+def _generation_config(model_config: VaswaniConfig, training: Mapping[str, Any]) -> GenerationConfig:
+    return GenerationConfig(
+        num_beams=int(training["num_beams"]),
+        length_penalty=float(training["length_penalty"]),
+        max_length=int(training["max_new_tokens"]) + 1,  # the decoder start token counts in max_length
+        early_stopping=True,
+        bos_token_id=model_config.bos_token_id,
+        eos_token_id=model_config.eos_token_id,
+        pad_token_id=model_config.pad_token_id,
+        decoder_start_token_id=model_config.decoder_start_token_id,
+    )
+
+
+def build_model(config: Mapping[str, Any], tokenizer: Any) -> VaswaniForConditionalGeneration:
+    """A freshly initialized model (seeded with ``training.seed``) of the ``model`` section, with the vocabulary
+    and special token ids of `tokenizer` and the generation config of the ``training`` section."""
+    set_seed(int(config["training"]["seed"]))
+    model_config = _model_config(config, tokenizer)
+    model = VaswaniForConditionalGeneration(model_config)
+    model.generation_config = _generation_config(model_config, config["training"])
+    return model
+
+
+def _use_training_attention(model: VaswaniForConditionalGeneration, args: Seq2SeqTrainingArguments) -> None:
+    """Train on the eager attention path (two matmuls and a softmax) on the CPU under bf16/fp16 autocast.
+
+    There PyTorch's `sdpa` backward is about 1.65x slower than the eager path for sentence-length inputs (the
+    measurement is in docs/benchmarks.md); in float32 and on GPUs the model keeps its default, `sdpa`. The choice
+    is not saved: config.json does not record the attention implementation, so checkpoints, ``final/`` and
+    ``averaged/`` load with the default.
+    """
+    if args.device.type == "cpu" and (args.bf16 or args.fp16):
+        model.set_attn_implementation("eager")
+
+
+# --------------------------------------------------------------------------------------------- train
+
+
+def _checkpoint_to_resume(output_dir: Path, resume: bool | None, is_main: bool) -> str | None:
+    found = last_checkpoint(output_dir, warn=resume is not False and is_main)
+    if resume is True and found is None:
+        raise FileNotFoundError(f"--resume: no complete checkpoint-N folder in {str(output_dir)!r} to resume from.")
+    if resume is False and found is not None:
+        raise FileExistsError(
+            f"{str(output_dir)!r} already has checkpoints (the last is {found.name}): resume "
+            "from it (--resume), or choose another training.output_dir."
+        )
+    return str(found) if found is not None and resume is not False else None
+
+
+def _describe_run(
+    config: Mapping[str, Any], args: Seq2SeqTrainingArguments, prepared: PreparedData, model: Any, resume_from: Any
+) -> str:
+    data, training = config["data"], config["training"]
+    return (
+        f"hf-vaswani train: {len(prepared.train_dataset):,} training rows ({', '.join(data['directions'])}), "
+        f"{len(prepared.eval_dataset):,} validation rows, {model.num_parameters():,} parameters, "
+        f"peak lr {args.learning_rate:.3g} at step {int(training['warmup_steps'])}, "
+        + (f"{args.world_size} processes, " if args.world_size > 1 else "")
+        + (
+            f"batches of <= {training['max_tokens_per_batch']:,} tokens per side, "
+            if training["sampling"] == "tokens"
+            else ""
+        )
+        + (f"resuming from {resume_from}" if resume_from else "starting from scratch")
+    )
+
+
+def _save_final(trainer: VaswaniTrainer, tokenizer: Any, output_dir: Path, save_dtype: str | None) -> Path:
+    """Write the trained model and the tokenizer into ``tmp-final/`` and rename it to ``final/``, like the
+    checkpoints. Every process takes part (FSDP / DeepSpeed gather the weights collectively)."""
+    final_dir = output_dir / "final"
+    staging = output_dir / f"{STAGING_PREFIX}final"
+    is_main = trainer.args.process_index == 0
+    if is_main and staging.exists():
+        shutil.rmtree(staging)
+    trainer.accelerator.wait_for_everyone()
+    trainer.save_model(str(staging))
+    if is_main:
+        tokenizer.save_pretrained(staging)
+        if save_dtype:
+            cast_saved_model(staging, save_dtype)
+        publish_dir(staging, final_dir)
+    return final_dir
+
+
+def _average_last(output_dir: Path, training: Mapping[str, Any]) -> Path | None:
+    """Average the last ``training.average_last`` checkpoints into ``averaged/`` (when there are two or more)."""
+    checkpoints = find_checkpoints(output_dir)
+    n_average = int(training["average_last"] or 0)
+    if n_average < 2 or len(checkpoints) < 2:
+        return None
+    return average_checkpoints(checkpoints[-n_average:], output_dir / "averaged", dtype=training["save_dtype"])
+
+
+def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, Any]:
+    """Run (or resume) the training described by `config` (see `load_config`).
+
+    Args:
+        resume: True resumes from the last checkpoint of the output directory (error if there is none);
+            False starts from scratch (error if the output directory already has checkpoints); None (default)
+            resumes when a checkpoint exists and starts from scratch otherwise.
+
+    Returns:
+        A summary: output_dir, the resumed checkpoint (or None), global_step, the final training loss, the
+        paths of the final and averaged models, the number of processes and this process's index.
+    """
+    from ..languages import direction_to_languages
+
+    config = validate_config(copy.deepcopy(dict(config)))
+    data, training = config["data"], config["training"]
+    output_dir = resolve_output_dir(config)
+    if not data["path"]:
+        raise ValueError("data.path is not set: pass --set data.path=/path/to/pairs.tsv.")
+    for direction in data["directions"]:
+        direction_to_languages(direction)
+
+    # The training arguments first: under torchrun / accelerate launch they set up the process group, which
+    # the data preparation below needs (the main process trains the tokenizer while the others wait).
+    d_model = int((config["model"] or {}).get("d_model", VaswaniConfig().d_model))
+    args = build_training_arguments(config, d_model)
+    is_main = args.process_index == 0
+    resume_from = _checkpoint_to_resume(output_dir, resume, is_main)
+
+    prepared = prepare_data(config, args, output_dir)
+    model = build_model(config, prepared.tokenizer)
+    config["model"] = {**(config["model"] or {}), "vocab_size": model.config.vocab_size}
+    if is_main:
+        with open(output_dir / "config.yaml", "w", encoding="utf-8") as handle:
+            yaml.safe_dump(config, handle, sort_keys=False, allow_unicode=True)
+    _use_training_attention(model, args)  # eager on the CPU in bf16: sdpa's backward is slower there
+
+    trainer = VaswaniTrainer(
+        model=model,
+        args=args,
+        train_dataset=prepared.train_dataset,
+        eval_dataset=prepared.eval_dataset if args.eval_strategy != "no" else None,
+        data_collator=DataCollatorForSeq2Seq(prepared.tokenizer, model=model, label_pad_token_id=-100),
+        processing_class=prepared.tokenizer,
+        compute_metrics=build_compute_metrics(prepared.tokenizer, prepared.eval_directions),
+        callbacks=[JsonlLoggerCallback(output_dir / "log.jsonl")],
+        train_lengths=prepared.train_lengths,
+        max_tokens_per_batch=training["max_tokens_per_batch"] if training["sampling"] == "tokens" else None,
+    )
+    if is_main:
+        print(_describe_run(config, args, prepared, model, resume_from), file=sys.stderr)
+    result = trainer.train(resume_from_checkpoint=resume_from)
+
+    final_dir = _save_final(trainer, prepared.tokenizer, output_dir, training["save_dtype"])
+    averaged_dir = _average_last(output_dir, training) if is_main else None
+    trainer.accelerator.wait_for_everyone()
+    return {
+        "output_dir": str(output_dir),
+        "resumed_from": resume_from,
+        "global_step": trainer.state.global_step,
+        "training_loss": result.training_loss,
+        "final": str(final_dir),
+        "averaged": str(averaged_dir) if averaged_dir else None,
+        "world_size": args.world_size,
+        "process_index": args.process_index,
+    }

@@ -1,0 +1,313 @@
+"""`VaswaniTrainer` (`Seq2SeqTrainer` with the paper's schedule, length-grouped or token-count batches and
+fault-tolerant checkpoints), the JSONL log callback and the validation BLEU/chrF of a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.optim.lr_scheduler import LambdaLR
+from transformers import Seq2SeqTrainer, TrainerCallback
+from transformers.trainer_pt_utils import LengthGroupedSampler, safe_globals
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
+
+from .batching import TokenBatchSampler
+from .checkpoints import STAGING_PREFIX, TRAINING_ARGS_JSON, publish_dir
+from .schedule import paper_lr_lambda
+
+__all__ = ["EPOCH_RNG_STATE_NAME", "JsonlLoggerCallback", "VaswaniTrainer", "build_compute_metrics"]
+
+#: RNG states at the start of the epoch a checkpoint was written in (see `VaswaniTrainer`).
+EPOCH_RNG_STATE_NAME = "epoch_rng_state.pth"
+
+
+def _plain_numpy_state(state: Any) -> Any:
+    """`numpy.random.get_state()` with plain Python values, so that ``torch.load(weights_only=True)`` loads it
+    without allowlisting numpy; `numpy.random.set_state` takes it back as is."""
+    if isinstance(state, tuple) and len(state) == 5 and hasattr(state[1], "tolist"):
+        return (str(state[0]), [int(v) for v in state[1].tolist()], int(state[2]), int(state[3]), float(state[4]))
+    return state
+
+
+class VaswaniTrainer(Seq2SeqTrainer):
+    """`Seq2SeqTrainer` with the paper's learning rate schedule, length grouping from precomputed lengths and
+    fault-tolerant checkpoints.
+
+    Checkpoints (what `Seq2SeqTrainer` adds to a plain ``Trainer.train`` run of transformers 5.24):
+
+    * Atomic: a checkpoint is written into ``tmp-checkpoint-N`` and renamed to ``checkpoint-N`` when every
+      process has written its part, so a ``checkpoint-N`` folder is always complete; a killed save leaves a
+      ``tmp-checkpoint-N`` folder, which `train` removes. (Trainer itself writes straight into
+      ``checkpoint-N``.)
+    * Safe to load: every file loads with ``torch.load(..., weights_only=True)``. The training arguments are
+      written as ``training_args.json`` instead of the pickled ``training_args.bin`` (which resuming does not
+      need), and the numpy RNG state in ``rng_state*.pth`` is stored as plain Python values.
+    * Same data order after resuming: Trainer draws the permutation of an epoch from the RNG state at the
+      start of that epoch, which it does not save (it saves the state at the checkpoint), so a run resumed in
+      epoch e >= 1 would replay the first epoch's order. ``epoch_rng_state.pth`` keeps the RNG states of the
+      start of the checkpoint's epoch (the global CPU generator and the sampler's own generator, if any), and
+      they are restored before the resumed epoch's order is drawn. Checkpoints without that file (written by
+      an older version) resume as before.
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        train_lengths: Sequence[int] | None = None,
+        max_tokens_per_batch: int | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(*args, **kwargs)
+        self.train_lengths = list(train_lengths) if train_lengths is not None else None
+        self.max_tokens_per_batch = max_tokens_per_batch
+        if max_tokens_per_batch is not None and self.train_lengths is None:
+            raise ValueError("max_tokens_per_batch needs train_lengths (the length of each training example).")
+        self._staging_dir: Path | None = None
+        self._train_sampler_ref: Any = None
+        self._epoch_start_rng: dict[str, Any] | None = None
+
+    def create_scheduler(
+        self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None
+    ) -> torch.optim.lr_scheduler.LRScheduler:
+        if self.lr_scheduler is None:
+            optimizer = optimizer if optimizer is not None else self.optimizer
+            warmup = self.args.get_warmup_steps(num_training_steps)
+            self.lr_scheduler = LambdaLR(optimizer, partial(paper_lr_lambda, warmup_steps=warmup))
+            self._created_lr_scheduler = True
+        return self.lr_scheduler
+
+    # ------------------------------------------------------------------ batches
+
+    def get_train_dataloader(self) -> torch.utils.data.DataLoader:
+        """Trainer's loader, or with `max_tokens_per_batch` one whose batches come from a `TokenBatchSampler`."""
+        if self.max_tokens_per_batch is None:
+            return super().get_train_dataloader()
+        from transformers.trainer_utils import seed_worker
+
+        dataset = self._remove_unused_columns(self.train_dataset, description="Training")
+        if len(dataset) != len(self.train_lengths):
+            raise ValueError(f"{len(self.train_lengths)} train_lengths for {len(dataset)} training examples.")
+        seed = self.args.data_seed if self.args.data_seed is not None else self.args.seed
+        sampler = TokenBatchSampler(self.train_lengths, int(self.max_tokens_per_batch), seed=seed)
+        self._train_sampler_ref = sampler
+        loader = torch.utils.data.DataLoader(
+            dataset,
+            batch_sampler=sampler,
+            collate_fn=self.data_collator,
+            num_workers=self.args.dataloader_num_workers,
+            pin_memory=self.args.dataloader_pin_memory,
+            persistent_workers=self.args.dataloader_persistent_workers and self.args.dataloader_num_workers > 0,
+            worker_init_fn=partial(
+                seed_worker, num_workers=self.args.dataloader_num_workers, rank=self.args.process_index
+            ),
+        )
+        return self.accelerator.prepare(loader)
+
+    def _get_train_sampler(self, train_dataset: Any = None) -> torch.utils.data.Sampler | None:
+        dataset = train_dataset if train_dataset is not None else self.train_dataset
+        if (
+            self.args.train_sampling_strategy == "group_by_length"
+            and self.train_lengths is not None
+            and dataset is not None
+            and len(dataset) == len(self.train_lengths)
+        ):
+            sampler = LengthGroupedSampler(
+                self.args.train_batch_size * self.args.gradient_accumulation_steps, lengths=self.train_lengths
+            )
+        else:
+            sampler = super()._get_train_sampler(train_dataset)
+        self._train_sampler_ref = sampler
+        return sampler
+
+    # ------------------------------------------------------------------ same data order after resuming
+
+    def _rng_file_name(self, stem: str) -> str:
+        return f"{stem}.pth" if self.args.world_size <= 1 else f"{stem}_{self.args.process_index}.pth"
+
+    def _sampler_generator(self) -> torch.Generator | None:
+        generator = getattr(self._train_sampler_ref, "generator", None)
+        return generator if isinstance(generator, torch.Generator) else None
+
+    def _run_epoch(self, **kwargs: Any) -> Any:
+        epoch = kwargs["epoch"]
+        checkpoint = kwargs.get("resume_from_checkpoint")
+        if (
+            checkpoint is not None
+            and epoch == kwargs.get("epochs_trained")
+            and kwargs.get("steps_trained_in_current_epoch")
+        ):
+            self._restore_epoch_rng_state(checkpoint, epoch)
+        generator = self._sampler_generator()
+        self._epoch_start_rng = {
+            "epoch": int(epoch),
+            "cpu": torch.get_rng_state(),
+            **({"sampler": generator.get_state()} if generator is not None else {}),
+        }
+        if hasattr(self._train_sampler_ref, "set_epoch"):
+            self._train_sampler_ref.set_epoch(epoch)
+        return super()._run_epoch(**kwargs)
+
+    def _restore_epoch_rng_state(self, checkpoint: str, epoch: int) -> None:
+        path = Path(checkpoint) / self._rng_file_name(Path(EPOCH_RNG_STATE_NAME).stem)
+        if not path.is_file():
+            print(
+                f"hf-vaswani train: note: {Path(checkpoint).name} has no {path.name} (written by an older version): "
+                "the order of the rest of the resumed epoch may differ from an uninterrupted run.",
+                file=sys.stderr,
+            )
+            return
+        saved = torch.load(path, weights_only=True)
+        if int(saved.get("epoch", -1)) != int(epoch):
+            return  # saved at the end of an epoch: Trainer restores the checkpoint's own RNG state instead
+        torch.set_rng_state(saved["cpu"])
+        generator = self._sampler_generator()
+        if generator is not None and "sampler" in saved:
+            generator.set_state(saved["sampler"])
+
+    # ------------------------------------------------------------------ atomic, weights-only checkpoints
+
+    def _get_output_dir(self, trial: Any) -> str:
+        if self._staging_dir is not None:
+            return str(self._staging_dir)
+        return super()._get_output_dir(trial=trial)
+
+    def _save_checkpoint(self, model: Any, trial: Any) -> None:
+        run_dir = Path(super()._get_output_dir(trial=trial))
+        name = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+        staging = run_dir / f"{STAGING_PREFIX}{name}"
+        if self.args.should_save and staging.exists():
+            shutil.rmtree(staging)  # left by a save that was killed
+        self.accelerator.wait_for_everyone()
+        self._staging_dir = staging  # Trainer writes into staging/checkpoint-N (see _get_output_dir)
+        try:
+            super()._save_checkpoint(model, trial)
+        finally:
+            self._staging_dir = None
+        self.accelerator.wait_for_everyone()  # every process has written its rng_state_*.pth
+        if self.args.should_save:
+            publish_dir(staging / name, run_dir / name)
+            shutil.rmtree(staging, ignore_errors=True)
+            rotate_checkpoints(
+                output_dir=str(run_dir),
+                save_total_limit=self.args.save_total_limit,
+                best_model_checkpoint=self.state.best_model_checkpoint,
+                use_mtime=True,
+            )
+        self.accelerator.wait_for_everyone()
+
+    def _save_rng_state(self, output_dir: str) -> None:
+        super()._save_rng_state(output_dir)
+        path = Path(output_dir) / self._rng_file_name("rng_state")
+        if path.is_file():
+            with safe_globals():
+                states = torch.load(path, weights_only=True)
+            if "numpy" in states:
+                states["numpy"] = _plain_numpy_state(states["numpy"])
+            torch.save(states, path)
+        if self._epoch_start_rng is not None:
+            torch.save(self._epoch_start_rng, Path(output_dir) / self._rng_file_name(Path(EPOCH_RNG_STATE_NAME).stem))
+
+    def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
+        super()._save(output_dir, state_dict=state_dict)
+        if self.args.should_save:
+            folder = Path(output_dir if output_dir is not None else self.args.output_dir)
+            (folder / "training_args.bin").unlink(missing_ok=True)
+            (folder / TRAINING_ARGS_JSON).write_text(self.args.to_json_string(), encoding="utf-8")
+
+
+class JsonlLoggerCallback(TrainerCallback):
+    """Appends every Trainer log event to a JSONL file (one object a line), with the wall time, the step and,
+    for training logs, the number of source tokens per second since the previous log."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        self._last: tuple[float, int] | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self._last = (time.time(), int(state.num_input_tokens_seen or 0))
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero or not logs:
+            return
+        now = time.time()
+        record: dict[str, Any] = {"time": now, "step": state.global_step, "epoch": state.epoch, **logs}
+        tokens = int(state.num_input_tokens_seen or 0)
+        if self._last is not None and "loss" in logs and now > self._last[0] and tokens > self._last[1]:
+            record["source_tokens_per_second"] = (tokens - self._last[1]) / (now - self._last[0])
+            self._last = (now, tokens)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record, default=float) + "\n")
+
+
+# --------------------------------------------------------------------------------------------- metrics
+
+
+def build_compute_metrics(tokenizer: Any, directions: Sequence[str] | None = None) -> Any:
+    """The ``compute_metrics`` of a run: `hf_vaswani.metrics.make_compute_metrics` (or a minimal sacrebleu-based
+    one when the `evaluate` metric cannot be imported), which gives BLEU/chrF over all validation rows; with
+    `directions` (the direction of each validation row, in order) also ``bleu_es-en``, ``chrf_es-en``, ... per
+    direction. Trainer hands the predictions over in the order of the evaluation dataset (also when several
+    processes evaluate), so row i has direction i."""
+    try:
+        from ..metrics import make_compute_metrics
+
+        compute = make_compute_metrics(tokenizer)
+    except ImportError:
+        compute = _fallback_compute_metrics(tokenizer)
+    if not directions or len(set(directions)) < 2:
+        return compute
+    import numpy as np
+
+    directions = list(directions)
+    rows = {
+        direction: np.array([i for i, d in enumerate(directions) if d == direction])
+        for direction in dict.fromkeys(directions)
+    }
+
+    def compute_with_directions(eval_prediction: Any) -> dict[str, float]:
+        predictions, labels = eval_prediction[0], eval_prediction[1]
+        if isinstance(predictions, tuple):
+            predictions = predictions[0]
+        predictions, labels = np.asarray(predictions), np.asarray(labels)
+        if len(predictions) > len(directions) == len(labels[: len(directions)]):
+            # Several processes: the last batches were padded with repeated rows to give every process a full
+            # batch; the first len(directions) rows are the evaluation dataset, in order.
+            predictions, labels = predictions[: len(directions)], labels[: len(directions)]
+        scores = dict(compute((predictions, labels)))
+        if len(predictions) == len(directions):
+            for direction, indices in rows.items():
+                part = compute((predictions[indices], labels[indices]))
+                scores[f"bleu_{direction}"] = part["bleu"]
+                scores[f"chrf_{direction}"] = part["chrf"]
+        return scores
+
+    return compute_with_directions
+
+
+def _fallback_compute_metrics(tokenizer: Any) -> Any:
+    import numpy as np
+    import sacrebleu
+
+    def compute(eval_prediction: Any) -> dict[str, float]:
+        predictions, labels = eval_prediction[0], eval_prediction[1]
+        if isinstance(predictions, tuple):
+            predictions = predictions[0]
+        predictions = np.where(predictions < 0, tokenizer.pad_token_id, predictions)
+        labels = np.where(labels < 0, tokenizer.pad_token_id, labels)
+        hypotheses = tokenizer.batch_decode(predictions, skip_special_tokens=True)
+        references = tokenizer.batch_decode(labels, skip_special_tokens=True)
+        return {
+            "bleu": sacrebleu.corpus_bleu(hypotheses, [references]).score,
+            "chrf": sacrebleu.corpus_chrf(hypotheses, [references]).score,
+        }
+
+    return compute
