@@ -7,7 +7,8 @@ Goal: under 2 minutes for 200 sentences on a 2-core CPU machine, from loading th
 
 * `--sentences`: one English sentence per line, or a TSV whose first column is English (its second column, Spanish,
   is used by `--decoder`). Default: the English side of `runs/tatoeba-es-en/splits/test.tsv` when it exists, else the
-  test fixture `tests/data/compare_bert_sentences.txt` repeated up to `--n` sentences (stated in the output).
+  test fixture `tests/vaswani_inspect/data/compare_bert_sentences.txt` repeated up to `--n` sentences (stated in the
+  output).
 * `--bert`: `random-base` (default) is bert-base-uncased's SHAPE (12 layers x 12 heads, hidden 768, BertConfig()'s
   defaults) with random weights and the packaged MiniLM's tokenizer, which is bert-base-uncased's uncased WordPiece
   vocabulary: it costs exactly what bert-base-uncased costs, without downloading it (the numbers it produces mean
@@ -36,7 +37,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from vaswani_inspect import DEFAULT_MODEL_PATH  # noqa: E402
+from hf_vaswani.paths import default_model_path  # noqa: E402
 from vaswani_inspect.compare import (  # noqa: E402
     Sentence,
     compare_bert,
@@ -49,7 +50,7 @@ from vaswani_inspect.compare import (  # noqa: E402
 
 RUN_SPLIT = ROOT / "runs" / "tatoeba-es-en" / "splits" / "test.tsv"
 RUN_TOKENIZER = ROOT / "runs" / "tatoeba-es-en" / "tokenizer"
-FIXTURE = ROOT / "tests" / "data" / "compare_bert_sentences.txt"
+FIXTURE = ROOT / "tests" / "vaswani_inspect" / "data" / "compare_bert_sentences.txt"
 GOAL_SECONDS = 120.0
 
 
@@ -79,8 +80,15 @@ def _bert(name: str) -> tuple[Any, Any, str]:
     return model, tokenizer, "random weights in bert-base-uncased's shape (12 x 12 heads, 768) + its WordPiece vocab"
 
 
-def _ours(path: Path | None) -> tuple[Any, Any, str]:
-    path = path or (DEFAULT_MODEL_PATH if DEFAULT_MODEL_PATH.is_dir() else None)
+def _shipped_checkpoint() -> str | None:
+    try:
+        return default_model_path()
+    except FileNotFoundError:
+        return None
+
+
+def _ours(path: Path | str | None) -> tuple[Any, Any, str]:
+    path = path or _shipped_checkpoint()
     if path is not None:
         model, tokenizer = load_ours(path)
         return model, tokenizer, str(path)

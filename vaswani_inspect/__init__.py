@@ -3,35 +3,49 @@
 Extract every attention matrix of a translation (`extract`), merge pieces into words (`to_words`), draw them
 (`head_view_html`/`model_view_html` for offline bertviz pages, `plot_heatmap`/`plot_layer_grid`/`plot_alignment`
 with matplotlib), read word alignments off the cross-attention (`align`, `best_layer`, AER), describe each head
-(`head_statistics`, `attention_rollout`) and write it all to a folder (`write_report`). Command line:
-`python -m vaswani_inspect inspect "el gato negro" --direction es-en --out report/`.
+(`head_statistics`, `attention_rollout`), write it all to a folder (`write_report`), and compare the heads with a
+pretrained BERT's (`compare_bert`, more in `vaswani_inspect.compare`). Without a model, `load_model_and_tokenizer`
+loads the shipped checkpoint (`hf_vaswani.paths.default_model_path()`).
+
+Command line: the ``inspect``, ``align-eval`` and ``compare-bert`` subcommands of ``hf-vaswani``
+(`vaswani_inspect.commands`), also run as ``python -m vaswani_inspect``::
+
+    hf-vaswani inspect "el gato negro" --direction es-en --out report/
+
+The optional libraries (matplotlib, bertviz, mpld3, scikit-learn...) come with ``pip install 'hf-vaswani[inspect]'``;
+matplotlib, bertviz, mpld3 and scikit-learn are imported when a figure, a page or a map is made.
 """
 
-from hf_vaswani.paths import DEFAULT_MODEL_PATH
+from .dependencies import is_extra_module, missing_extra_error
 
-from .alignment import (
-    AlignmentScores,
-    GoldAlignment,
-    LayerSearch,
-    align,
-    alignment_error_rate,
-    alignment_matrix,
-    best_layer,
-    read_gold,
-    source_words,
-    target_words,
-    to_pharaoh,
-)
-from .extract import AttentionUnavailableError, extract, load_model_and_tokenizer, record_from_ids
-from .heads import HeadStats, attention_rollout, head_statistics, head_statistics_table
-from .plots import plot_alignment, plot_heatmap, plot_layer_grid, save_figure
-from .record import KINDS, AttentionRecord
-from .report import write_report
-from .views import head_view_html, model_view_html, save_html
-from .words import merge_attention, to_words, word_spans, words
+try:
+    from .alignment import (
+        AlignmentScores,
+        GoldAlignment,
+        LayerSearch,
+        align,
+        alignment_error_rate,
+        alignment_matrix,
+        best_layer,
+        read_gold,
+        source_words,
+        target_words,
+        to_pharaoh,
+    )
+    from .compare import compare_bert
+    from .extract import AttentionUnavailableError, extract, load_model_and_tokenizer, record_from_ids
+    from .heads import HeadStats, attention_rollout, head_statistics, head_statistics_table
+    from .plots import plot_alignment, plot_heatmap, plot_layer_grid, save_figure
+    from .record import KINDS, AttentionRecord
+    from .report import write_report
+    from .views import head_view_html, model_view_html, save_html
+    from .words import merge_attention, to_words, word_spans, words
+except ModuleNotFoundError as error:
+    if not is_extra_module(error):
+        raise
+    raise missing_extra_error(error, "vaswani_inspect") from error
 
 __all__ = [
-    "DEFAULT_MODEL_PATH",
     "KINDS",
     "AlignmentScores",
     "AttentionRecord",
@@ -44,6 +58,7 @@ __all__ = [
     "alignment_matrix",
     "attention_rollout",
     "best_layer",
+    "compare_bert",
     "extract",
     "head_statistics",
     "head_statistics_table",

@@ -1,11 +1,268 @@
-"""``hf-vaswani inspect``, ``align-eval`` and ``compare-bert`` (transitional shim)."""
+"""The ``hf-vaswani`` subcommands of vaswani_inspect (registered through the ``hf_vaswani.commands`` entry point):
 
+    hf-vaswani inspect "el gato negro" --direction es-en --out report/ [--model PATH] [--num-beams N]
+    hf-vaswani align-eval --gold gold.txt --source-file es.txt --target-file en.txt [--model PATH]
+    hf-vaswani compare-bert --bert bert-base-uncased --sentences FILE --out report/ [--model PATH] [--decoder]
+
+``inspect`` writes the attention report of a translation, ``align-eval`` picks the decoder layer whose
+cross-attention best matches gold word alignments, ``compare-bert`` compares our heads with a pretrained BERT's.
+``--model`` takes a model folder or a Hub id, as ``hf-vaswani translate --model`` does; without it, the shipped
+checkpoint (`hf_vaswani.paths.default_model_path()`). A model that returns no attention weights
+(`AttentionUnavailableError`) is reported like bad input: one line, exit code 2. ``python -m vaswani_inspect``
+runs the same command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
 from typing import Any
+
+__all__ = ["add_parser", "run_align_eval", "run_compare_bert", "run_inspect"]
+
+#: Libraries of the [inspect] extra that each command needs, checked before any model is loaded.
+_INSPECT_NEEDS = ("matplotlib", "bertviz", "mpld3", "xstatic")
+_COMPARE_NEEDS = ("matplotlib", "sklearn", "tqdm")
 
 
 def add_parser(subparsers: Any) -> None:
-    from .cli import add_parser as add_inspect
-    from .compare import add_parser as add_compare
+    """Add the ``inspect``, ``align-eval`` and ``compare-bert`` subcommands to an argparse `subparsers` object."""
+    from .extract import AttentionUnavailableError
 
-    add_inspect(subparsers)
-    add_compare(subparsers)
+    user_errors = (AttentionUnavailableError,)
+    _add_inspect(subparsers).set_defaults(func=run_inspect, user_errors=user_errors)
+    _add_align_eval(subparsers).set_defaults(func=run_align_eval, user_errors=user_errors)
+    _add_compare_bert(subparsers).set_defaults(func=run_compare_bert, user_errors=user_errors)
+
+
+def _add_inspect(subparsers: Any) -> argparse.ArgumentParser:
+    inspect = subparsers.add_parser(
+        "inspect",
+        help="translate a sentence and write its attention report (bertviz HTML, heatmaps, alignment, head stats)",
+        description="Translate (or teacher-force a --target) and write every attention view into --out.",
+    )
+    inspect.add_argument("text", nargs="+", help="source sentence(s); several sentences get one subfolder each")
+    inspect.add_argument("--out", required=True, type=Path, help="output folder")
+    inspect.add_argument("--direction", default="es-en", help="source-target languages (default: es-en)")
+    _model_arguments(inspect)
+    inspect.add_argument("--target", help="inspect this reference translation instead of generating one")
+    inspect.add_argument("--num-beams", type=int, default=1, help="beam size for generation (default: 1, greedy)")
+    inspect.add_argument("--max-new-tokens", type=int, help="longest translation to generate")
+    inspect.add_argument(
+        "--truncate",
+        action="store_true",
+        help="truncate (with a warning) instead of failing on text longer than the model's max_position_embeddings",
+    )
+    inspect.add_argument("--format", choices=("png", "svg"), default="png", help="image format (default: png)")
+    inspect.add_argument("--alignment-layer", default="mean", help="decoder layer for the alignment, or 'mean'")
+    inspect.add_argument("--shift", action="store_true", help="shifted alignment rows (Chen et al. 2020)")
+    return inspect
+
+
+def _add_align_eval(subparsers: Any) -> argparse.ArgumentParser:
+    evaluate = subparsers.add_parser(
+        "align-eval",
+        help="pick the decoder layer whose cross-attention alignments have the lowest AER on a gold file",
+        description="Teacher-force each reference translation and score every decoder layer's alignments.",
+    )
+    evaluate.add_argument(
+        "--gold", required=True, type=Path, help="gold alignments: one line per pair, 'i-j' sure, 'ipj' possible"
+    )
+    evaluate.add_argument("--source-file", required=True, type=Path, help="source sentences, one per line")
+    evaluate.add_argument("--target-file", required=True, type=Path, help="reference translations, one per line")
+    evaluate.add_argument("--direction", default="es-en", help="source-target languages (default: es-en)")
+    _model_arguments(evaluate)
+    evaluate.add_argument(
+        "--index-base",
+        type=int,
+        choices=(0, 1),
+        help="gold indices are 0- or 1-based (default: what the file declares, else 0)",
+    )
+    evaluate.add_argument("--heads", default="all", help="'all' or comma-separated head indices (averaged)")
+    evaluate.add_argument("--method", choices=("argmax", "threshold"), default="argmax")
+    evaluate.add_argument("--threshold", type=float, default=0.5)
+    evaluate.add_argument("--shift", action="store_true", help="shifted alignment rows (Chen et al. 2020)")
+    evaluate.add_argument("--batch-size", type=int, default=16)
+    evaluate.add_argument("--json", type=Path, help="also write the scores as JSON here")
+    return evaluate
+
+
+def _add_compare_bert(subparsers: Any) -> argparse.ArgumentParser:
+    from .compare import DEFAULT_BERT
+
+    parser = subparsers.add_parser(
+        "compare-bert",
+        help="compare our heads with a pretrained BERT's (Clark et al. 2019)",
+        description=(
+            "Run our encoder (en->es) and a BERT on the same English sentences, merge their attention to the same "
+            "words, and write per-head statistics, head-to-head Jensen-Shannon distances, an MDS map of all heads "
+            "and a summary (index.md, report.json, PNGs) into --out."
+        ),
+    )
+    parser.add_argument("--bert", default=DEFAULT_BERT, help=f"BERT Hub id or local folder (default: {DEFAULT_BERT})")
+    parser.add_argument(
+        "--sentences", required=True, type=Path, help="English sentences, one per line (or English<TAB>Spanish)"
+    )
+    parser.add_argument("--out", required=True, type=Path, help="output folder")
+    parser.add_argument("--model", type=Path, default=None, help="our checkpoint folder (default: the shipped one)")
+    parser.add_argument("--max-sentences", type=int, default=None, help="use at most the first N sentences")
+    parser.add_argument(
+        "--decoder",
+        action="store_true",
+        help="also compare our decoder self-attention (English target, es->en) with causally masked BERT",
+    )
+    parser.add_argument(
+        "--specials",
+        choices=("drop", "keep"),
+        default="drop",
+        help="special-token slots in the distance: drop and renormalise (default) or keep",
+    )
+    parser.add_argument(
+        "--on-long",
+        choices=("skip", "error"),
+        default="skip",
+        help="sentences longer than either model accepts: skip with a warning (default) or stop with an error",
+    )
+    parser.add_argument("--batch-size", type=int, default=16, help="sentences per forward pass (default: 16)")
+    parser.add_argument("--device", default=None, help="torch device for both models (default: cpu)")
+    parser.add_argument("--format", choices=("png", "svg"), default="png", help="image format (default: png)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def _model_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model", default=None, help="model folder or Hub id (default: the shipped pretrained/vaswani-tatoeba-es-en)"
+    )
+    parser.add_argument("--device", default=None, help="torch device, e.g. cuda (default: cpu)")
+
+
+def _load(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The model of ``--model`` (default: the shipped checkpoint) and its tokenizer."""
+    from .extract import load_model_and_tokenizer
+
+    return load_model_and_tokenizer(args.model, device=args.device)
+
+
+def _model_name(args: argparse.Namespace, model: Any) -> str:
+    """What the report calls the model: ``--model``, else the folder the default model was loaded from."""
+    return str(args.model) if args.model is not None else str(getattr(model, "name_or_path", ""))
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    """The ``inspect`` subcommand: returns 0 after writing one report per sentence."""
+    from .dependencies import require
+    from .extract import extract
+    from .report import write_report
+
+    if args.target is not None and len(args.text) != 1:
+        raise ValueError("--target goes with exactly one source sentence.")
+    if args.num_beams < 1:
+        raise ValueError("--num-beams must be >= 1.")
+    layer = _layer(args.alignment_layer)
+    require(*_INSPECT_NEEDS, needed_by="hf-vaswani inspect")
+    model, tokenizer = _load(args)
+    generate_kwargs: dict[str, Any] = {"num_beams": args.num_beams}
+    if args.max_new_tokens is not None:
+        generate_kwargs["max_new_tokens"] = args.max_new_tokens
+    records = extract(
+        model,
+        tokenizer,
+        list(args.text),
+        None if args.target is None else [args.target],
+        direction=args.direction,
+        generate_kwargs=generate_kwargs,
+        truncation=args.truncate,
+        model_name=_model_name(args, model),
+    )
+    for i, record in enumerate(records):
+        out = args.out if len(records) == 1 else args.out / f"{i:02d}"
+        written = write_report(record, out, image_format=args.format, alignment_layer=layer, shift=args.shift)
+        print(f"{record.source_text} -> {record.target_text}")
+        print(f"  alignment: {(out / 'alignment.pharaoh').read_text(encoding='utf-8').strip() or '(none)'}")
+        print(f"  report: {written['index']} ({len(written)} files)")
+    return 0
+
+
+def run_align_eval(args: argparse.Namespace) -> int:
+    """The ``align-eval`` subcommand: prints every decoder layer's AER, precision and recall; returns 0."""
+    import json
+
+    from .alignment import best_layer, read_gold
+    from .extract import extract
+
+    gold = read_gold(args.gold, args.index_base)
+    sources = _lines(args.source_file)
+    targets = _lines(args.target_file)
+    if not len(sources) == len(targets) == len(gold):
+        raise ValueError(
+            f"{args.source_file} has {len(sources)} lines, {args.target_file} {len(targets)}, and {args.gold} "
+            f"{len(gold)} sentences: they must match line by line."
+        )
+    heads: Any = "all" if args.heads == "all" else [int(h) for h in args.heads.split(",") if h.strip()]
+    model, tokenizer = _load(args)
+    records = extract(model, tokenizer, sources, targets, direction=args.direction, batch_size=args.batch_size)
+    search = best_layer(records, gold, heads=heads, method=args.method, threshold=args.threshold, shift=args.shift)
+    print("layer    AER  precision  recall")
+    for layer, scores in search.scores.items():
+        marker = "  <- best" if layer == search.best_layer else ""
+        print(f"{layer:5d}  {scores.aer:.3f}      {scores.precision:.3f}   {scores.recall:.3f}{marker}")
+    if args.json is not None:
+        payload = {
+            "best_layer": search.best_layer,
+            "scores": {str(k): v._asdict() for k, v in search.scores.items()},
+            "settings": {"heads": heads, "method": args.method, "threshold": args.threshold, "shift": args.shift},
+        }
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+    return 0
+
+
+def run_compare_bert(args: argparse.Namespace) -> int:
+    """The ``compare-bert`` subcommand: returns 0 after writing the report."""
+    from .compare import check_bert, compare_bert, load_bert, load_ours, read_sentences, write_compare_report
+    from .dependencies import require
+
+    require(*_COMPARE_NEEDS, needed_by="hf-vaswani compare-bert")
+    sentences = read_sentences(args.sentences, args.max_sentences)
+    check_bert(str(args.bert))  # fail fast, before loading anything large
+    model, tokenizer = load_ours(args.model, device=args.device)
+    bert, bert_tokenizer = load_bert(str(args.bert), device=args.device)
+    result = compare_bert(
+        sentences,
+        model,
+        tokenizer,
+        bert,
+        bert_tokenizer,
+        decoder=args.decoder,
+        specials=args.specials,
+        batch_size=args.batch_size,
+        on_long=args.on_long,
+        progress=not args.no_progress,
+        model_name=_model_name(args, model),
+        bert_name=str(args.bert),
+    )
+    written = write_compare_report(result, args.out, image_format=args.format)
+    for kind, comparison in result.comparisons.items():
+        summary = comparison.summary()
+        print(
+            f"{kind}: {comparison.sentences} sentences, {summary['heads_a']} of our heads vs {summary['heads_b']} "
+            f"BERT heads; {summary['same_tag_as_nearest']} of ours share the category of their nearest BERT head."
+        )
+    if result.skipped:
+        print(f"skipped {len(result.skipped)} sentence(s); see report.json")
+    print(f"report: {written['index']} ({len(written)} files)")
+    return 0
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def _layer(value: str) -> int | str:
+    if value == "mean":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"--alignment-layer must be an integer or 'mean', got {value!r}.") from None

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from hf_vaswani.paths import DEFAULT_MODEL_PATH, looks_like_local_path
+from hf_vaswani.paths import default_model_path, looks_like_local_path
 
 from .record import AttentionRecord
 from .words import LANGUAGE_TOKEN
@@ -162,23 +162,18 @@ def record_from_ids(
 
 
 def load_model_and_tokenizer(path: str | Path | None = None, *, device: str | None = None) -> tuple[Any, Any]:
-    """Load a model folder or Hub id (default `DEFAULT_MODEL_PATH`) as (model, tokenizer), the model in eval mode
-    on `device` (default cpu).
+    """Load a model folder or Hub id (default: the shipped checkpoint, `hf_vaswani.paths.default_model_path()`) as
+    (model, tokenizer), the model in eval mode on `device` (default cpu).
 
     A `Path`, and a name that is not of the form ``org/name`` (`hf_vaswani.paths.looks_like_local_path`), is a
     local folder, as for ``hf-vaswani translate --model``; the loading itself is `hf_vaswani.inference.load_translator`.
 
     Raises:
-        FileNotFoundError: no such folder (or the default checkpoint is not there yet).
+        FileNotFoundError: no such folder (or no `path` and the shipped checkpoint is not found).
         ValueError: the model or its tokenizer cannot be loaded from it (damaged or foreign files, unknown Hub id).
     """
     if path is None:
-        path = DEFAULT_MODEL_PATH
-        if not path.is_dir():
-            raise FileNotFoundError(
-                f"No model checkpoint at the default path {path} (the trained checkpoint is not shipped yet): "
-                "pass a checkpoint folder with --model PATH (or path=...)."
-            )
+        path = default_model_path()
     elif not Path(path).expanduser().is_dir() and (isinstance(path, Path) or looks_like_local_path(str(path))):
         raise FileNotFoundError(f"No model checkpoint folder at {path}.")
     from hf_vaswani.inference import load_translator
@@ -472,7 +467,6 @@ def _records_from_ids(
 
 
 __all__ = [
-    "DEFAULT_MODEL_PATH",
     "AttentionUnavailableError",
     "extract",
     "load_model_and_tokenizer",

@@ -11,14 +11,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from .alignment import align, alignment_matrix, source_words, target_words
 from .record import AttentionRecord, check_kind
 from .words import SpecialTokens, to_words
+
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn, so that importing vaswani_inspect does not need it
+    from matplotlib.figure import Figure
 
 #: Matrices up to this many rows and columns get their weights written in the cells.
 ANNOTATE_MAX = 12
@@ -34,7 +36,11 @@ def _labels(tokens: Sequence[str], words: bool) -> list[str]:
     return [_label(t.replace("▁", "") if words else t) for t in tokens]
 
 
-def _new_figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float) -> Figure:
+    """An empty figure of `width` x `height` inches on an Agg canvas, laid out with constrained layout."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(figure)
     return figure
@@ -91,7 +97,7 @@ def plot_heatmap(
     columns = _labels(shown.key_tokens(kind), words)
     if annotate is None:
         annotate = max(matrix.shape) <= ANNOTATE_MAX
-    figure = _new_figure(max(4.0, 0.45 * len(columns) + 2.5), max(3.0, 0.4 * len(rows) + 2.0))
+    figure = new_figure(max(4.0, 0.45 * len(columns) + 2.5), max(3.0, 0.4 * len(rows) + 2.0))
     ax = figure.add_subplot()
     image = _draw(ax, matrix, rows, columns, annotate)
     figure.colorbar(image, ax=ax, shrink=0.8)
@@ -123,7 +129,7 @@ def plot_layer_grid(
     nrows = math.ceil(heads / ncols)
     cell_w = max(2.5, 0.3 * len(key_labels) + 1.2)
     cell_h = max(2.2, 0.28 * len(query_labels) + 1.2)
-    figure = _new_figure(cell_w * ncols + 1.0, cell_h * nrows + 0.6)
+    figure = new_figure(cell_w * ncols + 1.0, cell_h * nrows + 0.6)
     axes = figure.subplots(nrows, ncols, squeeze=False)
     image = None
     for h in range(nrows * ncols):
@@ -154,7 +160,7 @@ def plot_alignment(
     """
     matrix = alignment_matrix(record, layer, heads, shift=shift)
     rows, columns = [_label(w) for w in target_words(record)], [_label(w) for w in source_words(record)]
-    figure = _new_figure(max(4.0, 0.6 * len(columns) + 2.5), max(3.0, 0.45 * len(rows) + 2.0))
+    figure = new_figure(max(4.0, 0.6 * len(columns) + 2.5), max(3.0, 0.45 * len(rows) + 2.0))
     ax = figure.add_subplot()
     image = _draw(ax, matrix, rows, columns, annotate=max(matrix.shape) <= ANNOTATE_MAX)
     if show_links:
@@ -185,4 +191,4 @@ def save_figure(figure: Figure, path: str | Path, dpi: int = 150) -> Path:
     return path
 
 
-__all__ = ["ANNOTATE_MAX", "plot_alignment", "plot_heatmap", "plot_layer_grid", "save_figure"]
+__all__ = ["ANNOTATE_MAX", "new_figure", "plot_alignment", "plot_heatmap", "plot_layer_grid", "save_figure"]

@@ -1,7 +1,7 @@
 """Tiny, offline stand-ins for the shipped checkpoint: a Metaspace tokenizer and a small random model.
 
-Used by the tests and the benchmark until `pretrained/vaswani-tatoeba-es-en/` exists (see
-`vaswani_inspect.DEFAULT_MODEL_PATH`). The tokenizer has the project's special tokens, in the project's order:
+Used by the tests and the benchmarks where the shipped checkpoint (`hf_vaswani.paths.default_model_path()`) is not
+there or too slow. The tokenizer has the project's special tokens, in the project's order:
 `<pad>`=0 `<s>`=1 `</s>`=2 `<unk>`=3 `>>en<<`=4 `>>es<<`=5, and appends `</s>` to every sequence. `tiny_model` is
 `hf_vaswani.testing.tiny_model` (d_model 32, 2+2 layers, 4 heads, random weights from a seed, in eval mode).
 """

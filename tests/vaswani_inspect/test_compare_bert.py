@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from vaswani_inspect import DEFAULT_MODEL_PATH
+from tests.helpers import CHECKPOINT
 from vaswani_inspect.compare import (
     CompareInputError,
     Pieces,
@@ -86,8 +86,8 @@ def minilm():
 @pytest.fixture(scope="module")
 def ours_dir(tmp_path_factory) -> Path:
     """The shipped checkpoint when it exists, else a tiny random model saved with the tiny tokenizer."""
-    if DEFAULT_MODEL_PATH.is_dir():
-        return DEFAULT_MODEL_PATH
+    if CHECKPOINT.is_dir():
+        return CHECKPOINT
     folder = tmp_path_factory.mktemp("tiny-vaswani")
     tokenizer = tiny_tokenizer()
     tiny_model(len(tokenizer)).save_pretrained(folder)
@@ -111,10 +111,10 @@ def project_tokenizer():
 
 def _our_tokenizers(project_tokenizer) -> dict:
     tokenizers = {"project": project_tokenizer, "tiny": tiny_tokenizer()}
-    if DEFAULT_MODEL_PATH.is_dir():
+    if CHECKPOINT.is_dir():
         from transformers import AutoTokenizer
 
-        tokenizers["shipped"] = AutoTokenizer.from_pretrained(str(DEFAULT_MODEL_PATH))
+        tokenizers["shipped"] = AutoTokenizer.from_pretrained(str(CHECKPOINT))
     return tokenizers
 
 

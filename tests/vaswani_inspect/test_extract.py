@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from tests.helpers import CHECKPOINT
 from vaswani_inspect import (
-    DEFAULT_MODEL_PATH,
     AttentionRecord,
     AttentionUnavailableError,
     extract,
@@ -250,7 +250,7 @@ def test_record_validation():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not DEFAULT_MODEL_PATH.is_dir(), reason=f"no shipped checkpoint at {DEFAULT_MODEL_PATH} yet")
+@pytest.mark.skipif(not CHECKPOINT.is_dir(), reason=f"no shipped checkpoint at {CHECKPOINT} yet")
 def test_shipped_checkpoint_course_example():
     model, tokenizer = load_model_and_tokenizer()
     with warnings.catch_warnings():

@@ -5,7 +5,8 @@ import importlib
 
 import pytest
 
-import vaswani_inspect.cli
+import vaswani_inspect.__main__
+import vaswani_inspect.commands
 from hf_vaswani.cli import main
 from vaswani_inspect import AttentionUnavailableError, load_model_and_tokenizer
 
@@ -41,12 +42,12 @@ def test_attention_unavailable_is_one_line(monkeypatch, tmp_path, capsys):
     def no_attention(*args, **kwargs):
         raise AttentionUnavailableError("The model returned no cross_attentions: load it with 'eager'.")
 
-    monkeypatch.setattr(vaswani_inspect.cli, "_load", lambda args: (None, None))
+    monkeypatch.setattr(vaswani_inspect.commands, "_load", lambda args: (None, None))
     extract_module = importlib.import_module("vaswani_inspect.extract")  # (the package's `extract` is the function)
     monkeypatch.setattr(extract_module, "extract", no_attention)
     assert main(["inspect", "hola", "--out", str(tmp_path)]) == 2
     assert "no cross_attentions" in _error_line(capsys.readouterr().err, "inspect")
-    assert vaswani_inspect.cli.main(["inspect", "hola", "--out", str(tmp_path)]) == 2  # the stand-alone CLI too
+    assert vaswani_inspect.__main__.main(["inspect", "hola", "--out", str(tmp_path)]) == 2  # python -m too
     assert "no cross_attentions" in capsys.readouterr().err
 
 

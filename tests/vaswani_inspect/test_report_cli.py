@@ -1,4 +1,4 @@
-"""Static matplotlib views, write_report, and the `inspect` / `align-eval` command line."""
+"""Static matplotlib views, write_report, and the `inspect` / `align-eval` / `compare-bert` command line."""
 
 import json
 import subprocess
@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 from matplotlib.figure import Figure
 
+from hf_vaswani.cli import main
 from vaswani_inspect import (
     AttentionRecord,
     plot_alignment,
@@ -18,7 +19,7 @@ from vaswani_inspect import (
     target_words,
     write_report,
 )
-from vaswani_inspect.cli import add_parser, build_parser, main
+from vaswani_inspect.commands import add_parser
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +156,7 @@ def test_cli_errors_are_one_line(checkpoint, tmp_path, capsys):
     assert "No model checkpoint" in capsys.readouterr().err
 
 
-def test_add_parser_registers_both_subcommands():
+def test_add_parser_registers_every_subcommand():
     import argparse
 
     parser = argparse.ArgumentParser(prog="hf-vaswani")
@@ -164,7 +165,8 @@ def test_add_parser_registers_both_subcommands():
     assert args.func.__name__ == "run_inspect" and args.num_beams == 4 and args.text == ["el gato negro"]
     args = parser.parse_args(["align-eval", "--gold", "g", "--source-file", "s", "--target-file", "t"])
     assert args.func.__name__ == "run_align_eval" and args.index_base is None
-    assert build_parser().prog == "python -m vaswani_inspect"
+    args = parser.parse_args(["compare-bert", "--sentences", "s", "--out", "o"])
+    assert args.func.__name__ == "run_compare_bert" and args.bert == "bert-base-uncased"
 
 
 def test_python_dash_m_entry_point():
@@ -172,6 +174,10 @@ def test_python_dash_m_entry_point():
         [sys.executable, "-m", "vaswani_inspect", "--help"], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0 and "inspect" in result.stdout and "align-eval" in result.stdout
+    result = subprocess.run(
+        [sys.executable, "-m", "vaswani_inspect", "inspect", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0 and "--alignment-layer" in result.stdout
 
 
 def test_report_of_an_empty_translation(record, tmp_path):
