@@ -47,9 +47,12 @@ class GuidedAlignmentCollator:
     collator: Any
 
     def __call__(self, features: list[dict[str, Any]]) -> dict[str, Any]:
+        supervised = any("alignment" in feature for feature in features)  # evaluation batches have none
         links = [feature.pop("alignment", None) or [] for feature in features]
         batch = self.collator(features)
-        batch["alignment_targets"] = alignment_targets(links, batch["labels"].shape[1], batch["input_ids"].shape[1])
+        if supervised:
+            shape = batch["labels"].shape[1], batch["input_ids"].shape[1]
+            batch["alignment_targets"] = alignment_targets(links, *shape)
         return batch
 
 

@@ -28,6 +28,7 @@ EXTRAS = {
     "xstatic": "inspect",
     "gradio": "demo",
     "ctranslate2": "fast",
+    "eflomal": "align",
 }
 
 

@@ -37,6 +37,7 @@ DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
         "noun_phrases": False,  # add noun-phrase pairs mined from the training split (hf_vaswani.phrases)
         "max_noun_phrases": None,  # keep at most this many mined phrase pairs (the most frequent)
         "casual_copies": 0.0,  # add this fraction of training pairs again, lower-case initial, unpunctuated
+        "noun_phrase_sentences": False,  # add the mined noun phrases again as sentences ("El gato negro.")
     },
     "tokenizer": {
         "path": None,  # an existing tokenizer folder; None trains one on the training split
@@ -45,8 +46,17 @@ DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
     },
     # Any `VaswaniConfig` field; vocab_size and the special token ids come from the tokenizer.
     "model": {},
+    # Guided alignment (Garg et al. 2019): one encoder-decoder attention head learns statistical word alignments.
+    "alignment": {
+        "guided": False,  # supervise a head with eflomal alignments of the training pairs (the [align] extra)
+        "layer": None,  # the decoder layer of the head; None = the penultimate one (the paper's choice)
+        "head": 0,
+        "weight": 0.05,  # lambda: loss = translation loss + weight x alignment loss (the paper: 0.05)
+        "symmetrization": "grow-diag-final-and",  # how the two directions of eflomal are combined
+    },
     "training": {
         "output_dir": None,  # required
+        "init_from": None,  # a model folder to start from (its weights, and its tokenizer unless tokenizer.path)
         "batch_size": 64,  # sentences per micro-batch
         "gradient_accumulation_steps": 1,
         "max_steps": 1000,  # optimizer updates
@@ -104,7 +114,7 @@ def _check_keys(config: Mapping[str, Any]) -> None:
             raise ValueError(
                 f"Section {section!r} must be a mapping of key: value, got {type(values).__name__} {values!r}."
             )
-    for section in ("data", "tokenizer", "training"):
+    for section in ("data", "tokenizer", "alignment", "training"):
         unknown = set(config.get(section) or {}) - set(DEFAULT_CONFIG[section])
         if unknown:
             raise ValueError(
@@ -270,6 +280,7 @@ def _validate_data(data: dict[str, Any]) -> None:
     check("noun_phrases", _bool_value)
     check("max_noun_phrases", _int_value, 1, True)
     check("casual_copies", _float_value, 0.0, 1.0)
+    check("noun_phrase_sentences", _bool_value)
 
 
 def _validate_tokenizer(tokenizer: dict[str, Any]) -> None:
@@ -279,9 +290,21 @@ def _validate_tokenizer(tokenizer: dict[str, Any]) -> None:
     check("model_type", _choice_value, ("unigram", "bpe"))
 
 
+def _validate_alignment(alignment: dict[str, Any]) -> None:
+    from ..word_alignment import SYMMETRIZATIONS
+
+    check = _checker(alignment, "alignment")
+    check("guided", _bool_value)
+    check("layer", _int_value, 0, True)
+    check("head", _int_value, 0)
+    check("weight", _float_value, 0.0, None, False, False)
+    check("symmetrization", _choice_value, SYMMETRIZATIONS)
+
+
 def _validate_training(training: dict[str, Any]) -> None:
     check = _checker(training, "training")
     check("output_dir", _path_value)
+    check("init_from", _path_value)
     for key in ("batch_size", "gradient_accumulation_steps", "max_steps", "logging_steps", "save_steps"):
         check(key, _int_value, 1)
     for key in ("eval_batch_size", "eval_num_beams", "num_beams", "max_new_tokens"):
@@ -340,14 +363,22 @@ def validate_config(config: dict[str, Any]) -> dict[str, Any]:
     for section in DEFAULT_CONFIG:
         if config.get(section) is None:
             config[section] = {}
+    config["alignment"] = {**DEFAULT_CONFIG["alignment"], **config["alignment"]}  # configs written without it
     _validate_data(config["data"])
     _validate_tokenizer(config["tokenizer"])
     _validate_training(config["training"])
+    _validate_alignment(config["alignment"])
     _validate_sampling(config["data"], config["training"])
     try:
-        VaswaniConfig(**dict(config["model"]))
+        model = VaswaniConfig(**dict(config["model"]))
     except (TypeError, ValueError) as error:
         raise ValueError(f"Section 'model': {error}") from None
+    if config["alignment"].get("guided") and not config["training"].get("init_from"):
+        layer, head = config["alignment"].get("layer"), config["alignment"].get("head", 0)
+        if layer is not None and layer >= model.decoder_layers:
+            raise ValueError(f"alignment.layer must be a decoder layer in [0, {model.decoder_layers}), got {layer}.")
+        if head >= model.decoder_attention_heads:
+            raise ValueError(f"alignment.head must be in [0, {model.decoder_attention_heads}), got {head}.")
     return config
 
 

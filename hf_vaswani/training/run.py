@@ -16,16 +16,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 import yaml
 from transformers import (
-    AutoTokenizer,
     DataCollatorForSeq2Seq,
     GenerationConfig,
+    PreTrainedTokenizerFast,
     Seq2SeqTrainingArguments,
     set_seed,
 )
 
 from ..configuration_vaswani import VaswaniConfig
+from ..guided_alignment import GuidedAlignmentCollator
 from ..modeling_vaswani import VaswaniForConditionalGeneration
 from .arguments import build_training_arguments, resolve_output_dir
 from .averaging import average_checkpoints
@@ -35,7 +37,7 @@ from .config import validate_config
 from .trainer import JsonlLoggerCallback, VaswaniTrainer, build_compute_metrics
 from .weights import cast_saved_model
 
-__all__ = ["PreparedData", "build_model", "prepare_data", "train"]
+__all__ = ["PreparedData", "build_model", "prepare_data", "supervised_head", "train"]
 
 
 @dataclass
@@ -61,14 +63,13 @@ def _load_or_train_tokenizer(
 
     saved = output_dir / "tokenizer"
     section = config["tokenizer"]
-    if section["path"]:
-        if not (Path(section["path"]) / "tokenizer_config.json").is_file():
-            raise FileNotFoundError(
-                f"tokenizer.path: no tokenizer folder (with a tokenizer_config.json) at {section['path']!r}."
-            )
-        tokenizer = AutoTokenizer.from_pretrained(section["path"])
+    path = section["path"] or config["training"]["init_from"]  # a model to start from brings its vocabulary
+    if path:
+        if not (Path(path) / "tokenizer_config.json").is_file():
+            raise FileNotFoundError(f"No tokenizer folder (with a tokenizer_config.json) at {str(path)!r}.")
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(path)
     elif (saved / "tokenizer.json").is_file():
-        tokenizer = AutoTokenizer.from_pretrained(saved)
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(saved)
     else:
         texts = [text for pair in train_pairs for text in pair]
         tokenizer = train_tokenizer(texts, vocab_size=int(section["vocab_size"]), model_type=section["model_type"])
@@ -80,13 +81,15 @@ def _load_or_train_tokenizer(
 def _training_pairs(data: Mapping[str, Any], pairs: list[Any], output_dir: Path, is_main: bool) -> list[Any]:
     """The training pairs, then the mined noun-phrase pairs and the casual copies the configuration asks for."""
     from ..data import write_pairs_tsv
-    from ..phrases import casual_copies, mine_noun_phrase_pairs
+    from ..phrases import casual_copies, mine_noun_phrase_pairs, sentence_forms
 
     extra = []
     if data["noun_phrases"]:
         extra += mine_noun_phrase_pairs(pairs, max_pairs=data["max_noun_phrases"])
         if is_main:
             write_pairs_tsv(extra, output_dir / "splits" / "noun_phrases.tsv")
+        if data["noun_phrase_sentences"]:
+            extra += sentence_forms(extra)
     if data["casual_copies"]:
         extra += casual_copies(pairs, data["casual_copies"], seed=int(data["split_seed"]))
     return [*pairs, *extra]
@@ -94,11 +97,13 @@ def _training_pairs(data: Mapping[str, Any], pairs: list[Any], output_dir: Path,
 
 def _tokenizer_and_splits(
     config: Mapping[str, Any], args: Seq2SeqTrainingArguments, output_dir: Path
-) -> tuple[Any, dict[str, list[Any]]]:
+) -> tuple[Any, dict[str, list[Any]], dict[str, list[Any]]]:
     """Read, deduplicate and split the pairs (deterministically), train the tokenizer on the training split only
-    (or load it), filter and extend the training split, and write the held-out splits. The main process does
-    it first and saves the tokenizer; the other processes of a distributed run then load it."""
+    (or load it), filter and extend the training split, and write the held-out splits; with guided alignment, align
+    the training pairs (``links["train"]``). The main process does it first and saves the tokenizer and the
+    alignments; the other processes of a distributed run then load them."""
     from ..data import deduplicate_pairs, filter_pairs, load_pairs, split_pairs, write_pairs_tsv
+    from .alignment import training_alignments
 
     data, is_main = config["data"], args.process_index == 0
     pairs = deduplicate_pairs(load_pairs(data["path"]))
@@ -120,7 +125,10 @@ def _tokenizer_and_splits(
         if is_main:
             for name in ("validation", "test"):
                 write_pairs_tsv(splits[name], output_dir / "splits" / f"{name}.tsv")
-    return tokenizer, splits
+        links = {}
+        if config["alignment"]["guided"]:
+            links["train"] = training_alignments(splits["train"], config["alignment"], output_dir)
+    return tokenizer, splits, links
 
 
 def prepare_data(config: Mapping[str, Any], args: Seq2SeqTrainingArguments, output_dir: Path) -> PreparedData:
@@ -129,8 +137,8 @@ def prepare_data(config: Mapping[str, Any], args: Seq2SeqTrainingArguments, outp
     from ..data import build_translation_datasets, tokenize_pairs
 
     data = config["data"]
-    tokenizer, splits = _tokenizer_and_splits(config, args, output_dir)
-    datasets = build_translation_datasets(splits, data["directions"])
+    tokenizer, splits, links = _tokenizer_and_splits(config, args, output_dir)
+    datasets = build_translation_datasets(splits, data["directions"], word_links=links)
     eval_samples = int(data["eval_samples"] or 0)
     validation = datasets["validation"].shuffle(seed=int(data["split_seed"]))
     if eval_samples and eval_samples < len(validation):
@@ -177,23 +185,52 @@ def _generation_config(model_config: VaswaniConfig, training: Mapping[str, Any])
 
 def build_model(config: Mapping[str, Any], tokenizer: Any) -> VaswaniForConditionalGeneration:
     """A freshly initialized model (seeded with ``training.seed``) of the ``model`` section, with the vocabulary
-    and special token ids of `tokenizer` and the generation config of the ``training`` section."""
+    and special token ids of `tokenizer` and the generation config of the ``training`` section; or, with
+    ``training.init_from``, that model in float32 (the ``model`` section may change its dropout and the like).
+    With guided alignment, the supervised head is the model's alignment configuration."""
     set_seed(int(config["training"]["seed"]))
-    model_config = _model_config(config, tokenizer)
-    model = VaswaniForConditionalGeneration(model_config)
-    model.generation_config = _generation_config(model_config, config["training"])
+    init_from = config["training"]["init_from"]
+    if init_from:
+        model = VaswaniForConditionalGeneration.from_pretrained(init_from, dtype=torch.float32, **config["model"])
+        if model.config.vocab_size != len(tokenizer):
+            raise ValueError(
+                f"training.init_from has {model.config.vocab_size} tokens, the tokenizer {len(tokenizer)}."
+            )
+    else:
+        model = VaswaniForConditionalGeneration(_model_config(config, tokenizer))
+    model.generation_config = _generation_config(model.config, config["training"])
+    if config["alignment"]["guided"]:
+        layer, head = supervised_head(config, model.config)
+        model.config.alignment = {"layer": layer, "heads": [head], "shift": False}
     return model
 
 
-def _use_training_attention(model: VaswaniForConditionalGeneration, args: Seq2SeqTrainingArguments) -> None:
-    """Train on the eager attention path (two matmuls and a softmax) on the CPU under bf16/fp16 autocast.
+def supervised_head(config: Mapping[str, Any], model_config: VaswaniConfig) -> tuple[int, int]:
+    """The (decoder layer, head) guided alignment supervises: ``alignment.layer`` (default: the penultimate
+    layer, as Garg et al.) and ``alignment.head``, checked against the model."""
+    layers, heads = model_config.decoder_layers, model_config.decoder_attention_heads
+    layer = config["alignment"]["layer"]
+    layer = max(layers - 2, 0) if layer is None else layer
+    head = config["alignment"]["head"]
+    if not (0 <= layer < layers and 0 <= head < heads):
+        raise ValueError(
+            f"alignment: the model has {layers} decoder layers of {heads} heads, no layer {layer} head {head}."
+        )
+    return layer, head
+
+
+def _use_training_attention(
+    model: VaswaniForConditionalGeneration, args: Seq2SeqTrainingArguments, guided: bool
+) -> None:
+    """Train on the eager attention path (two matmuls and a softmax) with guided alignment, which needs the
+    weights only that path returns, and on the CPU under bf16/fp16 autocast.
 
     There PyTorch's `sdpa` backward is about 1.65x slower than the eager path for sentence-length inputs (the
     measurement is in docs/benchmarks.md); in float32 and on GPUs the model keeps its default, `sdpa`. The choice
     is not saved: config.json does not record the attention implementation, so checkpoints, ``final/`` and
     ``averaged/`` load with the default.
     """
-    if args.device.type == "cpu" and (args.bf16 or args.fp16):
+    if guided or (args.device.type == "cpu" and (args.bf16 or args.fp16)):
         model.set_attn_implementation("eager")
 
 
@@ -226,7 +263,7 @@ def _describe_run(
             if training["sampling"] == "tokens"
             else ""
         )
-        + (f"resuming from {resume_from}" if resume_from else "starting from scratch")
+        + (f"resuming from {resume_from}" if resume_from else f"starting from {training['init_from'] or 'scratch'}")
     )
 
 
@@ -292,19 +329,22 @@ def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, An
     if is_main:
         with open(output_dir / "config.yaml", "w", encoding="utf-8") as handle:
             yaml.safe_dump(config, handle, sort_keys=False, allow_unicode=True)
-    _use_training_attention(model, args)  # eager on the CPU in bf16: sdpa's backward is slower there
+    guided = config["alignment"]["guided"]
+    _use_training_attention(model, args, guided)  # eager on the CPU in bf16 (sdpa's backward is slower there)
+    collator = DataCollatorForSeq2Seq(prepared.tokenizer, model=model, label_pad_token_id=-100)
 
     trainer = VaswaniTrainer(
         model=model,
         args=args,
         train_dataset=prepared.train_dataset,
         eval_dataset=prepared.eval_dataset if args.eval_strategy != "no" else None,
-        data_collator=DataCollatorForSeq2Seq(prepared.tokenizer, model=model, label_pad_token_id=-100),
+        data_collator=GuidedAlignmentCollator(collator) if guided else collator,
         processing_class=prepared.tokenizer,
         compute_metrics=build_compute_metrics(prepared.tokenizer, prepared.eval_directions),
         callbacks=[JsonlLoggerCallback(output_dir / "log.jsonl")],
         train_lengths=prepared.train_lengths,
         max_tokens_per_batch=training["max_tokens_per_batch"] if training["sampling"] == "tokens" else None,
+        guided_alignment=(*supervised_head(config, model.config), config["alignment"]["weight"]) if guided else None,
     )
     if is_main:
         print(_describe_run(config, args, prepared, model, resume_from), file=sys.stderr)

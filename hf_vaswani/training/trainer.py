@@ -19,6 +19,7 @@ from transformers import Seq2SeqTrainer, TrainerCallback
 from transformers.trainer_pt_utils import LengthGroupedSampler, safe_globals
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 
+from ..guided_alignment import AttentionCapture, guided_alignment_loss
 from .batching import TokenBatchSampler
 from .checkpoints import STAGING_PREFIX, TRAINING_ARGS_JSON, publish_dir
 from .schedule import paper_lr_lambda
@@ -63,9 +64,14 @@ class VaswaniTrainer(Seq2SeqTrainer):
         *args: Any,
         train_lengths: Sequence[int] | None = None,
         max_tokens_per_batch: int | None = None,
+        guided_alignment: tuple[int, int, float] | None = None,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
+        self._alignment_capture, self._alignment_weight, self._alignment_losses = None, 0.0, []
+        if guided_alignment is not None:  # (decoder layer, head, weight): see hf_vaswani.guided_alignment
+            layer, head, self._alignment_weight = guided_alignment
+            self._alignment_capture = AttentionCapture(self.model.model.decoder.layers[layer].cross_attn, head)
         self.train_lengths = list(train_lengths) if train_lengths is not None else None
         self.max_tokens_per_batch = max_tokens_per_batch
         if max_tokens_per_batch is not None and self.train_lengths is None:
@@ -83,6 +89,36 @@ class VaswaniTrainer(Seq2SeqTrainer):
             self.lr_scheduler = LambdaLR(optimizer, partial(paper_lr_lambda, warmup_steps=warmup))
             self._created_lr_scheduler = True
         return self.lr_scheduler
+
+    # ------------------------------------------------------------------ guided alignment
+
+    def compute_loss(
+        self, model: Any, inputs: dict[str, Any], return_outputs: bool = False, num_items_in_batch: Any = None
+    ) -> Any:
+        """The translation loss, plus ``weight`` x the guided-alignment loss of the batch's ``alignment_targets``."""
+        targets = inputs.pop("alignment_targets", None)
+        result = super().compute_loss(
+            model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch
+        )
+        if targets is None or self._alignment_capture is None:
+            return result
+        loss, outputs = result if return_outputs else (result, None)
+        alignment = guided_alignment_loss(self._alignment_capture.pop(), targets)
+        self._alignment_losses.append(alignment.detach())
+        if num_items_in_batch is not None:  # the translation loss is already a share of the accumulated batch's
+            alignment = alignment / self.args.gradient_accumulation_steps
+        loss = loss + self._alignment_weight * alignment
+        return (loss, outputs) if return_outputs else loss
+
+    def prediction_step(self, model: Any, inputs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        inputs.pop("alignment_targets", None)  # generate() takes no such argument
+        return super().prediction_step(model, inputs, *args, **kwargs)
+
+    def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
+        if "loss" in logs and self._alignment_losses:
+            logs["alignment_loss"] = round(torch.stack(self._alignment_losses).mean().item(), 4)
+            self._alignment_losses.clear()
+        super().log(logs, *args, **kwargs)
 
     # ------------------------------------------------------------------ batches
 

@@ -3,6 +3,7 @@
 import io
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -210,6 +211,39 @@ def test_cpu_training_attention_path_and_saved_default(tiny_run, tmp_path, monke
     for folder in ("final", "averaged"):
         assert "attn_implementation" not in (out / folder / "config.json").read_text()
         assert AutoModelForSeq2SeqLM.from_pretrained(out / folder).config._attn_implementation == "sdpa"
+
+
+def test_guided_alignment_trains_a_head_caches_its_links_and_continues_from_a_model(tiny_run, tmp_path, capsys):
+    """alignment.guided: eflomal links of the training pairs are made once and cached in RUN/alignments, the
+    alignment loss is logged next to the translation loss, and the supervised head becomes the saved model's
+    alignment configuration; training.init_from starts from a trained model and its tokenizer."""
+    pytest.importorskip("eflomal")
+    out = tmp_path / "guided"
+    args = ["train", str(tiny_run["config"]), "--set", f"data.path={tiny_run['data']}"]
+    args += ["--set", f"training.output_dir={out}", "--set", f"training.init_from={tiny_run['out'] / 'final'}"]
+    args += [
+        "--set",
+        "alignment.guided=true",
+        "--set",
+        "alignment.weight=1.0",
+        "--set",
+        "data.noun_phrase_sentences=true",
+    ]
+    args += ["--set", "training.max_steps=4", "--set", "training.save_steps=2", "--set", "training.eval_steps=2"]
+    assert main(args) == 0
+    rows = int(re.search(r"([\d,]+) training rows", capsys.readouterr().err).group(1).replace(",", ""))
+    logs = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    losses = [row for row in logs if "loss" in row]
+    assert losses and all(row["alignment_loss"] > 0 for row in losses)
+    assert any("eval_bleu" in row for row in logs)  # evaluation batches carry no alignment targets
+    links = (out / "alignments" / "train.links").read_text().splitlines()
+    assert 2 * len(links) == rows and all(line for line in links[:5])  # one line per pair, two rows per pair
+    config = json.loads((out / "final" / "config.json").read_text())
+    assert config["alignment"] == {"layer": 0, "heads": [0], "shift": False}  # one decoder layer: its only one
+    stamp = (out / "alignments" / "train.links").stat().st_mtime_ns
+    assert main([*args[:-6], "--set", "training.max_steps=6", "--set", "training.save_steps=2"]) == 0
+    assert (out / "alignments" / "train.links").stat().st_mtime_ns == stamp  # resumed with the cached links
+    assert "resuming from" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------------------- translate / evaluate
