@@ -14,12 +14,12 @@ virtual machine). Two glibc tunables make `malloc` keep and reuse that memory in
 it.) The cost is that the process keeps its peak memory. Also measured, alone and with the above: PyTorch's
 ``THP_MEM_ALLOC_ENABLE=1`` (transparent huge pages for CPU tensors of 2 MB or more: one fault maps 2 MB). Workloads:
 the training step of `bench_vs_marian.py` (64 x (16 + 16) tokens, forward with labels, backward, fused AdamW; fp32
-and bf16) and `generate()` with beam 4 (32 sentences x 24 new tokens, float32), for ours and `MarianMTModel` (same
-weights, eager attention), each model *alone* in its own child process, as a real run is: one process per (model,
-setting), in turn, `--rounds` times. (Two models interleaved in one process reuse the memory the other one freed,
-which hides the effect: a first version of this benchmark did that and saw no faults for ours.) Reported per call:
-process CPU time (median of calls, then of rounds) and minor page faults (`getrusage`). The ours / Marian ratios
-compare separate processes, so they are noisier than the interleaved ones of `bench_vs_marian.py`.
+with sdpa attention and bf16 with eager, as CPU training runs) and `generate()` with beam 4 (32 sentences x 24 new
+tokens, float32, sdpa), for ours and `MarianMTModel` (same weights, same attention implementation), each model
+*alone* in its own child process, as a real run is: one process per (model, setting), in turn, `--rounds` times.
+(Two models interleaved in one process reuse the memory the other one freed, which hides the effect.) Reported per
+call: process CPU time (median of calls, then of rounds) and minor page faults (`getrusage`). The ours / Marian
+ratios compare separate processes, so they are noisier than the interleaved ones of `bench_vs_marian.py`.
 """
 
 from __future__ import annotations
@@ -43,11 +43,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from perf_common import (  # noqa: E402
     benchmark_arguments,
-    build_pair,
+    build_models,
     loadavg,
     machine_info,
     make_batch,
     save_and_print,
+    training_attention,
     training_step,
 )
 
@@ -63,7 +64,7 @@ SETTINGS = {
     "huge pages": HUGE_PAGES,
     "keep freed + huge pages": {**KEEP_FREED_MEMORY_TUNABLES, **HUGE_PAGES},
 }
-MODELS = ("ours", "marian_eager")
+MODELS = ("ours", "marian")
 
 
 def _minor_faults() -> int:
@@ -74,12 +75,13 @@ WORKLOADS = {"fp32": "training step, fp32", "bf16": "training step, bf16", "beam
 
 
 def _workload(size: str, workload: str, model_name: str, batch_size: int) -> Callable[[], Any]:
-    ours, twins = build_pair(size, marian_attn=("eager",))
-    model = ours if model_name == "ours" else twins["eager"]
-    if workload in ("fp32", "bf16"):
-        batch = make_batch(batch_size, 16, 16, ours.config.vocab_size, seed=1)
-        return training_step(model, batch, workload == "bf16")
-    source = make_batch(32, 16, 16, ours.config.vocab_size, seed=2)
+    training = workload in ("fp32", "bf16")
+    name = f"{model_name}_{training_attention(workload) if training else 'sdpa'}"
+    model = build_models(size, (name,))[name]
+    vocab_size = model.config.vocab_size
+    if training:
+        return training_step(model, make_batch(batch_size, 16, 16, vocab_size, seed=1), workload == "bf16")
+    source = make_batch(32, 16, 16, vocab_size, seed=2)
     model.eval()
 
     def translate() -> None:
@@ -141,25 +143,25 @@ def measure(size: str, workload: str, args: argparse.Namespace) -> dict[str, Any
 
 
 def _label(row: dict[str, Any]) -> str:
-    workload = row.get("workload") or row["precision"]  # "precision": results written before generate() was added
-    return WORKLOADS[workload]
+    return WORKLOADS[row["workload"]]
 
 
 def format_table(payload: dict[str, Any]) -> str:
     default = next(iter(SETTINGS))
     lines = [
         f"Training step: {payload['settings']['batch']} sentences x (16 + 16) tokens; generate(): 32 sentences x 24 "
-        "new tokens, beam 4, float32. Each model alone in its own process: process CPU time and minor page faults "
+        "new tokens, beam 4, float32. Both models with the same weights and attention implementation, each alone "
+        "in its own process: process CPU time and minor page faults "
         f"per call (median of {payload['settings']['repeats']} calls, then of "
         f"{payload['settings'].get('rounds', 1)} processes per model and setting)",
         "",
-        "| dims | workload | allocator | ours ms | Marian eager ms | ours / Marian (speed) | ours faults "
+        "| dims | workload | allocator | ours ms | Marian ms | ours / Marian (speed) | ours faults "
         "| Marian faults | load before → after |",
         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for row in payload["rows"]:
         for setting, result in row["settings"].items():
-            ours, marian = result["ours"], result["marian_eager"]
+            ours, marian = result["ours"], result["marian"]
             lines.append(
                 f"| {row['size']} | {_label(row)} | {setting} | {ours['cpu_s'] * 1e3:.0f} | "
                 f"{marian['cpu_s'] * 1e3:.0f} | {marian['cpu_s'] / ours['cpu_s']:.2f} | {ours['faults']:,.0f} | "
@@ -169,7 +171,7 @@ def format_table(payload: dict[str, Any]) -> str:
         "",
         "Speed-up of each setting over glibc's defaults (default / setting, CPU time per call, per model):",
         "",
-        "| dims | workload | setting | ours | Marian eager |",
+        "| dims | workload | setting | ours | Marian |",
         "| --- | --- | --- | ---: | ---: |",
     ]
     for row in payload["rows"]:

@@ -10,7 +10,7 @@ Measured on one 40-token source/target pair (median of --repeats interleaved run
   attentions, copying to numpy, stripping, building the record). Goal: extract / forward <= 1.5.
 
 and the size in bytes (raw and gzip) of `head_view_html` / `model_view_html` for a pair of exactly 40 source and
-40 target tokens. Without `--model`, the shipped checkpoint (`vaswani_inspect.DEFAULT_MODEL_PATH`) is used when
+40 target tokens. Without `--model`, the shipped checkpoint (`hf_vaswani.paths.default_model_path()`) is used when
 it exists, else a random model of the paper's base configuration (`--config base`) with the test tokenizer.
 """
 
@@ -31,8 +31,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from hf_vaswani.paths import default_model_path  # noqa: E402
 from vaswani_inspect import (  # noqa: E402
-    DEFAULT_MODEL_PATH,
     extract,
     head_view_html,
     load_model_and_tokenizer,
@@ -44,8 +44,15 @@ from vaswani_inspect.testing import sentence_pairs, tiny_model, tiny_tokenizer  
 PAIR_TOKENS = 40
 
 
+def _shipped_checkpoint() -> str | None:
+    try:
+        return default_model_path()
+    except FileNotFoundError:
+        return None
+
+
 def _model(args: argparse.Namespace) -> tuple[Any, Any, str]:
-    path = args.model or (DEFAULT_MODEL_PATH if DEFAULT_MODEL_PATH.is_dir() else None)
+    path = args.model or _shipped_checkpoint()
     if path is not None:
         model, tokenizer = load_model_and_tokenizer(path)
         return model, tokenizer, str(path)

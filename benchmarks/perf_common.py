@@ -1,26 +1,27 @@
-"""Shared by the CPU performance benchmarks (bench_vs_marian, bench_scaling, bench_compile, run_all).
+"""Shared by the CPU benchmarks: configurations, same-weights models, batches, analytic FLOPs, interleaved timing,
+machine facts and results files.
 
-Configurations, the same-weights Marian twin, batches, analytic FLOPs, interleaved timing, machine facts.
-
-Every benchmark compares `VaswaniForConditionalGeneration` with `transformers.MarianMTModel` built with the same
-dimensions and, where the two architectures allow it, the same weights:
+Every comparison is between `VaswaniForConditionalGeneration` and `transformers.MarianMTModel` built with the same
+dimensions and the same weights, so that the two compute the same function:
 
 * ours is built with `sinusoidal_layout="concatenated"` (Marian's layout: all sines, then all cosines) and
-  `layer_norm_eps=1e-5` (Marian's LayerNorms), so that both compute the same function;
-* our fused self-attention `qkv_proj` is sliced into Marian's `q_proj`/`k_proj`/`v_proj`, our cross-attention
-  `kv_proj` into `k_proj`/`v_proj` (the inverse of `hf_vaswani.convert_marian`);
+  `layer_norm_eps=1e-5` (Marian's LayerNorms);
+* the weights are copied under Marian's names (`vaswani_state_dict_to_marian`, the inverse of
+  `hf_vaswani.convert_marian`): both models have the same `q_proj`/`k_proj`/`v_proj`/`out_proj`, FFN and
+  LayerNorm tensors;
 * Marian always adds `final_logits_bias` (a zero buffer here); ours follows the paper and has no such bias
   (`final_logits_bias=False`), so Marian does one extra (batch, length, vocab) addition;
-* the loss: ours is label-smoothed (eps_ls 0.1, sec. 5.4), Marian's is plain cross-entropy. Label smoothing
-  costs ours one extra reduction over the logits.
+* the loss: ours is label-smoothed (eps_ls 0.1, sec. 5.4), Marian's is plain cross-entropy.
 
 The rest (post-LN, ReLU, x sqrt(d_model) embeddings, tied embeddings and output projection, dropout 0.1 on the
-embedding sums and every sub-layer output) is the same in both.
+embedding sums and every sub-layer output) is the same in both. A model's attention implementation (`sdpa` or
+`eager`) is part of its contender name (`ours_sdpa`, `marian_eager`, ...), set with `set_attn_implementation`.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import datetime as _dt
 import gc
 import json
@@ -42,6 +43,9 @@ from hf_vaswani.convert_marian import marian_layer_names
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 MARIAN_LAYER_NORM_EPS = 1e-5
+ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")
+#: The four contenders of the comparison with Marian: each model with each attention implementation.
+CONTENDERS = ("ours_sdpa", "ours_eager", "marian_sdpa", "marian_eager")
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -132,35 +136,51 @@ def vaswani_state_dict_to_marian(state_dict: dict[str, torch.Tensor], config: Va
     return {name: tensor.detach().clone() for name, tensor in out.items()}
 
 
-def build_pair(
-    size: str, vocab_size: int = 8000, seed: int = 0, marian_attn: tuple[str, ...] = ("sdpa", "eager")
-) -> tuple[VaswaniForConditionalGeneration, dict[str, MarianMTModel]]:
-    """Ours (default attention implementation) and one Marian twin per attention implementation, same weights."""
+def marian_twin(ours: VaswaniForConditionalGeneration) -> MarianMTModel:
+    """A `MarianMTModel` with the dimensions and the weights of `ours` (built by `vaswani_config`)."""
+    config = ours.config
+    marian = MarianMTModel(marian_config_for(config))
+    missing, unexpected = marian.load_state_dict(vaswani_state_dict_to_marian(ours.state_dict(), config), strict=False)
+    missing = [name for name in missing if not name.endswith(("embed_positions.weight", "final_logits_bias"))]
+    if missing or unexpected:
+        raise RuntimeError(f"weight copy to Marian failed: missing {missing}, unexpected {unexpected}")
+    return marian
+
+
+def build_models(
+    size: str, names: tuple[str, ...] = CONTENDERS, vocab_size: int = 8000, seed: int = 0
+) -> dict[str, torch.nn.Module]:
+    """One model per contender name, `"ours_<attn>"` or `"marian_<attn>"` with attn `sdpa` or `eager`: all of
+    `size` (`vaswani_config`) and with the same weights, drawn after `torch.manual_seed(seed)`."""
     torch.manual_seed(seed)
-    config = vaswani_config(size, vocab_size)
-    ours = VaswaniForConditionalGeneration(config)
-    marian_state = vaswani_state_dict_to_marian(ours.state_dict(), config)
-    twins = {}
-    for implementation in marian_attn:
-        marian = MarianMTModel(marian_config_for(config))
-        missing, unexpected = marian.load_state_dict(marian_state, strict=False)
-        missing = [name for name in missing if not name.endswith(("embed_positions.weight", "final_logits_bias"))]
-        if missing or unexpected:
-            raise RuntimeError(f"weight copy to Marian failed: missing {missing}, unexpected {unexpected}")
-        marian.set_attn_implementation(implementation)
-        twins[implementation] = marian
-    return ours, twins
+    reference = VaswaniForConditionalGeneration(vaswani_config(size, vocab_size))
+    models: dict[str, torch.nn.Module] = {}
+    for name in names:
+        family, _, implementation = name.partition("_")
+        if family not in ("ours", "marian") or implementation not in ATTENTION_IMPLEMENTATIONS:
+            raise ValueError(f"unknown contender {name!r}: expected ours_sdpa, ours_eager, marian_sdpa or marian_eager")
+        # A copy of ours has its own config: set_attn_implementation writes to the config object.
+        model = copy.deepcopy(reference) if family == "ours" else marian_twin(reference)
+        model.set_attn_implementation(implementation)
+        models[name] = model
+    return models
 
 
-def check_same_function(ours: VaswaniForConditionalGeneration, marian: MarianMTModel, vocab_size: int) -> float:
-    """Largest absolute logit difference between the two on a padded batch in eval mode (float32)."""
+def training_attention(precision: str) -> str:
+    """The attention implementation CPU training uses in `precision`: the training recipe
+    (`hf_vaswani.training.run`) switches to `eager` under bf16 autocast, where sdpa's CPU backward is the slower
+    of the two for sentence-length inputs, and keeps the model's default, `sdpa`, in float32."""
+    return "eager" if precision == "bf16" else "sdpa"
+
+
+def max_logit_difference(a: torch.nn.Module, b: torch.nn.Module, vocab_size: int) -> float:
+    """Largest absolute logit difference between two models on a padded batch in eval mode (float32)."""
     batch = make_batch(4, 12, 10, vocab_size, seed=123)
-    ours.eval(), marian.eval()
+    a.eval(), b.eval()
     with torch.no_grad():
-        a = ours(**batch).logits
-        b = marian(**batch).logits
-    ours.train(), marian.train()
-    return float((a - b).abs().max())
+        difference = (a(**batch).logits - b(**batch).logits).abs().max()
+    a.train(), b.train()
+    return float(difference)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -207,7 +227,7 @@ def training_step(
 ) -> Callable[[], None]:
     """A closure running one training step (forward, backward, AdamW) of `model` on `batch`; `forward` replaces
     `model` for the forward pass (e.g. its `torch.compile`d version), the optimizer still updates `model`."""
-    # fused=True: PyTorch's one-kernel-per-tensor AdamW, ~3.7x faster than the default foreach one on this CPU.
+    # fused=True: PyTorch's one-kernel-per-tensor AdamW, several times faster on a CPU than the default foreach one.
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
     forward = forward if forward is not None else model
     model.train()
@@ -351,16 +371,19 @@ def training_step_ablation(
     repeats: int,
     batch_size: int,
 ) -> dict[str, Any]:
-    """Process CPU time of our training step (64 x (16 + 16) tokens by default, forward with labels, backward,
-    fused AdamW) under each contender (`contenders[0]`: the model as shipped), interleaved; `ratios[name]` is the
-    median over rounds of that contender's time / ours (> 1: the shipped model is faster)."""
-    model, _ = build_pair(size, marian_attn=())
+    """Process CPU time of our training step (`batch_size` x (16 + 16) tokens, forward with labels, backward,
+    fused AdamW; the attention implementation of `training_attention(precision)`) under each contender
+    (`contenders[0]`: the model as shipped), interleaved; `ratios[name]` is the median over rounds of that
+    contender's time / ours (> 1: the shipped model is faster)."""
+    name = f"ours_{training_attention(precision)}"
+    model = build_models(size, (name,))[name]
     step = training_step(model, make_batch(batch_size, 16, 16, model.config.vocab_size, seed=1), precision == "bf16")
     before = loadavg()
     times = ablation_cpu_times(contenders, use, lambda contender: step(), repeats)
     return {
         "size": size,
         "precision": precision,
+        "attention": training_attention(precision),
         "cpu_seconds": {name: statistics.median(times[name]) for name in contenders},
         "ratios": {name: paired_ratio(times[name], times[contenders[0]]) for name in contenders[1:]},
         "loadavg_before": before,
@@ -387,24 +410,9 @@ def run_training_step_ablations(
     return payload
 
 
-def summary(times: list[float]) -> dict[str, float]:
-    """Median, min and max of a list of seconds."""
-    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "n": len(times)}
-
-
 def paired_ratio(numerator: list[float], denominator: list[float]) -> float:
     """Median over rounds of numerator[i] / denominator[i]: robust to load that changes between rounds."""
     return statistics.median(a / b for a, b in zip(numerator, denominator, strict=True))
-
-
-def matmul_rate(m: int, k: int, n: int, dtype: torch.dtype, repeats: int = 5) -> float:
-    """Best FLOP/s of an (m, k) x (k, n) matmul in `dtype` (2 m k n FLOPs), as plain `torch.mm`."""
-    generator = torch.Generator().manual_seed(0)
-    a = torch.randn(m, k, generator=generator).to(dtype)
-    b = torch.randn(k, n, generator=generator).to(dtype)
-    flops = 2.0 * m * k * n
-    times = interleaved_times({"mm": lambda: torch.mm(a, b)}, repeats=repeats, warmup=2, min_time=0.2).wall["mm"]
-    return flops / min(times)
 
 
 # ----------------------------------------------------------------------------------------------------------------

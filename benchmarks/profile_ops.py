@@ -5,11 +5,12 @@
     python benchmarks/profile_ops.py --threads 1 --size small --mode beam4
 
 The benchmarks say how much faster or slower a whole call is; this says where. Both models come from
-`perf_common.build_pair` (same dimensions, same weights; Marian with its eager attention by default, the faster of
-its two paths for CPU training in bf16). After their warm-up calls, each model is timed without the profiler
-(median process CPU time of `--calls` calls), then profiled for `--calls` calls, one profile per call; the models
-take turns call by call in one process. The table gives each operator's self CPU time per call for both models
-side by side and the ratio Marian / ours, largest first; `--by-shape` splits operators by their input shapes (what
+`perf_common.build_models` (same dimensions, same weights) and run the same attention implementation (`--attn`;
+default: the one CPU training uses for a training step, eager in bf16 and sdpa in fp32, and sdpa, the models'
+default, for `generate()`). After their warm-up calls, each model is timed without the profiler (median process
+CPU time of `--calls` calls), then profiled for `--calls` calls, one profile per call; the models take turns call
+by call in one process. The table gives each operator's self CPU time per call for both models side by side and
+the ratio Marian / ours, largest first; `--by-shape` splits operators by their input shapes (what
 tells a weight cast from an activation cast, or the output projection from the rest). The profiler adds a few
 microseconds per operator, so its totals exceed the unprofiled times, and the same operator on the same shapes can
 differ by 10 - 20 % between the models (cache and allocator state): read the table for shares and for differences
@@ -35,12 +36,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from perf_common import (  # noqa: E402
     benchmark_arguments,
-    build_pair,
+    build_models,
     generate_call,
     interleaved_times,
     machine_info,
     make_batch,
     save_and_print,
+    training_attention,
     training_step,
 )
 
@@ -75,7 +77,7 @@ def profile(
 ) -> dict[str, dict[str, Any]]:
     """For each model: the median unprofiled process CPU seconds of its call, and its operators' self CPU
     microseconds and counts per call, averaged over `rounds` profiled calls. The models take turns call by call
-    (a, b, a, b...), so that the virtual machine's drift over seconds hits both alike."""
+    (a, b, a, b...), so that the machine's drift over seconds hits both alike."""
     seconds = interleaved_times(calls, repeats=rounds, warmup=warmup).cpu
     operators: dict[str, dict[str, dict[str, float]]] = {name: {} for name in calls}
     for _ in range(rounds):
@@ -104,7 +106,7 @@ def format_table(payload: dict[str, Any]) -> str:
     settings, totals = payload["settings"], payload["seconds_per_call"]
     what = "training step" if settings["mode"] == "train" else f"generate() {settings['mode']}"
     lines = [
-        f"{settings['size']} dims, {settings['precision']}, {what}; Marian with {settings['marian_attn']} attention; "
+        f"{settings['size']} dims, {settings['precision']}, {what}; both models with {settings['attn']} attention; "
         f"{payload['machine']['torch_threads']} torch thread(s), {payload['machine']['cpu']}",
         f"unprofiled process CPU time per call: ours {totals['ours'] * 1e3:.1f} ms, Marian "
         f"{totals['marian'] * 1e3:.1f} ms, Marian / ours {totals['marian'] / totals['ours']:.2f}",
@@ -127,7 +129,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--mode", choices=MODES, default="train")
     parser.add_argument("--size", choices=("small", "base", "tiny"), default="base", help="tiny: smoke tests")
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="bf16", help="training only")
-    parser.add_argument("--marian-attn", choices=("eager", "sdpa"), default="eager")
+    parser.add_argument(
+        "--attn", choices=("eager", "sdpa"), default=None, help="both models' (default: CPU training's, or sdpa)"
+    )
     parser.add_argument("--calls", type=int, default=3, help="timed calls, then as many profiled")
     parser.add_argument(
         "--warmup", type=int, default=2, help="untimed calls first (0 still runs one: a first call is never timed)"
@@ -142,21 +146,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--calls and --rows must be >= 1, --warmup >= 0")
     if args.mode != "train":
         args.precision = "fp32"  # generate() runs the float32 model
+    args.attn = args.attn or (training_attention(args.precision) if args.mode == "train" else "sdpa")
     return args
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
-    ours, twins = build_pair(args.size, args.vocab, marian_attn=(args.marian_attn,))
+    models = build_models(args.size, (f"ours_{args.attn}", f"marian_{args.attn}"), args.vocab)
     calls = {
-        name: model_call(model, args.mode, args.precision, args.vocab)
-        for name, model in (("ours", ours), ("marian", twins[args.marian_attn]))
+        name.split("_")[0]: model_call(model, args.mode, args.precision, args.vocab) for name, model in models.items()
     }
     results = profile(calls, args.calls, args.warmup, args.by_shape)
     payload = {
         "benchmark": "profile_ops",
         "machine": machine_info(),
-        "settings": {key: getattr(args, key) for key in ("mode", "size", "precision", "marian_attn", "calls")},
+        "settings": {key: getattr(args, key) for key in ("mode", "size", "precision", "attn", "calls")},
         "seconds_per_call": {name: result["seconds"] for name, result in results.items()},
         "operators": compare(results["ours"], results["marian"], args.rows),
     }
