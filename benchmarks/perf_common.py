@@ -6,7 +6,7 @@ dimensions and the same weights, so that the two compute the same function:
 
 * ours is built with `sinusoidal_layout="concatenated"` (Marian's layout: all sines, then all cosines) and
   `layer_norm_eps=1e-5` (Marian's LayerNorms);
-* the weights are copied under Marian's names (`vaswani_state_dict_to_marian`, the inverse of
+* the weights are copied under Marian's names (`hf_vaswani.export.marian.to_marian`, the inverse of
   `hf_vaswani.convert_marian`): both models have the same `q_proj`/`k_proj`/`v_proj`/`out_proj`, FFN and
   LayerNorm tensors;
 * Marian always adds `final_logits_bias` (a zero buffer here); ours follows the paper and has no such bias
@@ -36,10 +36,10 @@ from typing import Any
 
 import torch
 import transformers
-from transformers import MarianConfig, MarianMTModel
+from transformers import MarianMTModel
 
 from hf_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
-from hf_vaswani.convert_marian import marian_layer_names
+from hf_vaswani.export.marian import to_marian
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 MARIAN_LAYER_NORM_EPS = 1e-5
@@ -86,65 +86,10 @@ def vaswani_config(size: str, vocab_size: int = 8000, **overrides: Any) -> Vaswa
     )
 
 
-def marian_config_for(config: VaswaniConfig) -> MarianConfig:
-    """A `MarianConfig` with the same dimensions, activations, dropouts, special ids and positions."""
-    return MarianConfig(
-        vocab_size=config.vocab_size,
-        decoder_vocab_size=config.decoder_vocab_size,
-        d_model=config.d_model,
-        encoder_layers=config.encoder_layers,
-        decoder_layers=config.decoder_layers,
-        encoder_attention_heads=config.encoder_attention_heads,
-        decoder_attention_heads=config.decoder_attention_heads,
-        encoder_ffn_dim=config.encoder_ffn_dim,
-        decoder_ffn_dim=config.decoder_ffn_dim,
-        activation_function=config.activation_function,
-        dropout=config.dropout,
-        attention_dropout=config.attention_dropout,
-        activation_dropout=config.activation_dropout,
-        max_position_embeddings=config.max_position_embeddings,
-        scale_embedding=config.scale_embedding,
-        share_encoder_decoder_embeddings=config.share_embeddings,
-        tie_word_embeddings=config.tie_word_embeddings,
-        pad_token_id=config.pad_token_id,
-        bos_token_id=config.bos_token_id,
-        eos_token_id=config.eos_token_id,
-        decoder_start_token_id=config.decoder_start_token_id,
-        forced_eos_token_id=None,
-    )
-
-
-def vaswani_state_dict_to_marian(state_dict: dict[str, torch.Tensor], config: VaswaniConfig) -> dict[str, torch.Tensor]:
-    """Our weights under Marian's names: the inverse of `hf_vaswani.convert_marian.marian_state_dict_to_vaswani`.
-
-    Position tables are not copied (Marian builds its own sinusoids, which equal ours in the concatenated layout).
-    """
-    embed = state_dict["model.encoder.embed_tokens.weight"]
-    out: dict[str, torch.Tensor] = {
-        "model.shared.weight": embed,
-        "model.encoder.embed_tokens.weight": embed,
-        "model.decoder.embed_tokens.weight": state_dict.get("model.decoder.embed_tokens.weight", embed),
-        "lm_head.weight": state_dict.get("lm_head.weight", embed),
-    }
-
-    for side, layers in (("encoder", config.encoder_layers), ("decoder", config.decoder_layers)):
-        for index in range(layers):
-            prefix = f"model.{side}.layers.{index}."
-            for theirs, ours in marian_layer_names(side):
-                for kind in ("weight", "bias"):
-                    out[f"{prefix}{theirs}{kind}"] = state_dict[f"{prefix}{ours}{kind}"]
-    return {name: tensor.detach().clone() for name, tensor in out.items()}
-
-
 def marian_twin(ours: VaswaniForConditionalGeneration) -> MarianMTModel:
-    """A `MarianMTModel` with the dimensions and the weights of `ours` (built by `vaswani_config`)."""
-    config = ours.config
-    marian = MarianMTModel(marian_config_for(config))
-    missing, unexpected = marian.load_state_dict(vaswani_state_dict_to_marian(ours.state_dict(), config), strict=False)
-    missing = [name for name in missing if not name.endswith(("embed_positions.weight", "final_logits_bias"))]
-    if missing or unexpected:
-        raise RuntimeError(f"weight copy to Marian failed: missing {missing}, unexpected {unexpected}")
-    return marian
+    """A `MarianMTModel` with the dimensions and the weights of `ours` (built by `vaswani_config`), in the same
+    training mode: `hf_vaswani.export.marian.to_marian`, the exact export."""
+    return to_marian(ours).train(ours.training)
 
 
 def build_models(

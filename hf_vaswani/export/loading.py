@@ -1,0 +1,72 @@
+"""What every export starts from: a float32 model in eval mode, its tokenizer, and the folder it came from."""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import torch
+
+from ..modeling_vaswani import VaswaniForConditionalGeneration
+
+__all__ = ["ExportError", "ExportSource", "load_for_export"]
+
+
+class ExportError(ValueError):
+    """A model that cannot be exported exactly to the target engine; the message names the reason."""
+
+
+class ExportSource(NamedTuple):
+    """A model to export: float32 copy in eval mode on the CPU, its tokenizer (None when the source has none),
+    and the local folder it was loaded from (None for a model given in memory)."""
+
+    model: VaswaniForConditionalGeneration
+    tokenizer: Any | None
+    folder: Path | None
+
+
+def load_for_export(
+    model: str | os.PathLike[str] | VaswaniForConditionalGeneration, tokenizer: Any = None
+) -> ExportSource:
+    """Load `model` (a folder, a Hub id, or a model in memory) for an export, in float32 on the CPU, eval mode.
+
+    The float32 copy is what the exports compute with: a bfloat16 checkpoint becomes float32 exactly, and an
+    export that quantizes (CTranslate2 int8) does so from these values. A model given in memory is copied, never
+    modified. `tokenizer` overrides the one found next to the weights.
+
+    Raises:
+        ExportError: the folder holds a model that is not a `VaswaniForConditionalGeneration`.
+        FileNotFoundError: a local path without a config.json.
+    """
+    if isinstance(model, VaswaniForConditionalGeneration):
+        return ExportSource(copy.deepcopy(model).to("cpu", torch.float32).eval(), tokenizer, None)
+    if isinstance(model, torch.nn.Module):
+        raise ExportError(f"Only a VaswaniForConditionalGeneration can be exported, got a {type(model).__name__}.")
+
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    import hf_vaswani  # noqa: F401  (registers the "vaswani" model type with the Auto classes)
+
+    from ..paths import looks_like_local_path
+
+    name = str(model)
+    folder = None
+    if looks_like_local_path(name):
+        folder = Path(name).expanduser()
+        if not (folder / "config.json").is_file():
+            raise FileNotFoundError(f"No model folder with a config.json at {name!r}.")
+        name = str(folder)
+    loaded = AutoModelForSeq2SeqLM.from_pretrained(name, dtype=torch.float32)
+    if not isinstance(loaded, VaswaniForConditionalGeneration):
+        raise ExportError(
+            f"{name!r} holds a {type(loaded).__name__}, not a VaswaniForConditionalGeneration: only hf_vaswani "
+            "models are exported."
+        )
+    if tokenizer is None:
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(name)
+        except (OSError, ValueError):
+            tokenizer = None  # a folder of weights alone: the exports that need a vocabulary say so
+    return ExportSource(loaded.to("cpu").eval(), tokenizer, folder)

@@ -1,0 +1,266 @@
+"""Export a `VaswaniForConditionalGeneration` as a stock `transformers` `MarianMTModel`, exactly.
+
+The inverse of `hf_vaswani.convert_marian`: the same weights under Marian's names (`marian_layer_names`), in a
+`MarianConfig` with the same dimensions, special ids and generation settings:
+
+    export_marian("pretrained/vaswani-tatoeba-es-en", "vaswani-es-en-marian")
+
+or from the shell `hf-vaswani export-marian pretrained/vaswani-tatoeba-es-en vaswani-es-en-marian`. The folder loads
+with `MarianMTModel.from_pretrained` (or `AutoModelForSeq2SeqLM`) without hf_vaswani, and with it every tool that
+takes a Marian model.
+
+- Positions: Marian's table is sinusoidal with all sines first (our ``sinusoidal_layout="concatenated"``). A model
+  in the paper's interleaved layout is exported through `hf_vaswani.export.layout.to_concatenated_state_dict`, an
+  exact reordering of the d_model dimensions.
+- Start token: Marian's code takes `decoder_start_token_id` from the config, so ours (``<s>``) is kept.
+- `final_logits_bias`: Marian always adds one; a model without it gets zeros.
+- Refused, with the reason: learned or no positions, pre-LayerNorm layers, a LayerNorm epsilon other than 1e-5
+  (Marian's LayerNorms always use PyTorch's default).
+
+After export, both models run on a padded check batch and the export fails unless the logits agree.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import GenerationConfig, MarianConfig, MarianMTModel
+
+from ..configuration_vaswani import VaswaniConfig
+from ..convert_marian import MARIAN_LAYER_NORM_EPS, marian_layer_names
+from ..modeling_vaswani import VaswaniForConditionalGeneration
+from .layout import to_concatenated_state_dict
+from .loading import ExportError, load_for_export
+
+__all__ = ["export_marian", "marian_config_for", "to_marian", "vaswani_state_dict_to_marian"]
+
+logger = logging.getLogger(__name__)
+
+#: The tokenizer files of our model folders, copied as they are (AutoTokenizer reads them for the Marian folder).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json")
+
+#: Largest logit difference the export accepts on the check batch (float32), relative to the largest logit (at
+#: least 1): the reordering of an interleaved model changes the order of float additions, which moves the logits as
+#: much as switching our own model between the sdpa and eager attention kernels does (about 1e-6 relative).
+TOLERANCE = 1e-5
+
+
+def check_marian_compatible(config: VaswaniConfig) -> None:
+    """Refuse a configuration that no `MarianMTModel` computes, naming the option."""
+    if config.position_encoding != "sinusoidal":
+        raise ExportError(
+            f"position_encoding={config.position_encoding!r}: MarianMTModel always adds the sinusoidal table, so only "
+            "sinusoidal models export to Marian."
+        )
+    if config.layer_norm_position != "post":
+        raise ExportError(
+            "layer_norm_position='pre': MarianMTModel's layers are post-LayerNorm and it has no final LayerNorm."
+        )
+    if config.layer_norm_eps != MARIAN_LAYER_NORM_EPS:
+        raise ExportError(
+            f"layer_norm_eps={config.layer_norm_eps}: MarianMTModel's LayerNorms always use {MARIAN_LAYER_NORM_EPS}."
+        )
+
+
+def marian_config_for(config: VaswaniConfig) -> MarianConfig:
+    """The `MarianConfig` of a `MarianMTModel` with the dimensions, activations, dropouts and special ids of ours."""
+    return MarianConfig(
+        vocab_size=config.vocab_size,
+        decoder_vocab_size=config.decoder_vocab_size,
+        d_model=config.d_model,
+        encoder_layers=config.encoder_layers,
+        decoder_layers=config.decoder_layers,
+        encoder_attention_heads=config.encoder_attention_heads,
+        decoder_attention_heads=config.decoder_attention_heads,
+        encoder_ffn_dim=config.encoder_ffn_dim,
+        decoder_ffn_dim=config.decoder_ffn_dim,
+        activation_function=config.activation_function,
+        dropout=float(config.dropout),
+        attention_dropout=float(config.attention_dropout),
+        activation_dropout=float(config.activation_dropout),
+        max_position_embeddings=config.max_position_embeddings,
+        scale_embedding=bool(config.scale_embedding),
+        share_encoder_decoder_embeddings=bool(config.share_embeddings),
+        tie_word_embeddings=bool(config.tie_word_embeddings),
+        init_std=float(config.init_std or config.d_model**-0.5),
+        pad_token_id=config.pad_token_id,
+        bos_token_id=config.bos_token_id,
+        eos_token_id=config.eos_token_id,
+        decoder_start_token_id=config.decoder_start_token_id,
+        forced_eos_token_id=None,  # MarianConfig's default (0) would force a token our generate() never forces
+    )
+
+
+def vaswani_state_dict_to_marian(state_dict: dict[str, torch.Tensor], config: VaswaniConfig) -> dict[str, torch.Tensor]:
+    """Our weights under Marian's names, in Marian's (concatenated) sinusoidal layout.
+
+    The position tables are not included (MarianMTModel builds its own), `final_logits_bias` is zeros when our
+    model has none, and with shared embeddings `model.shared.weight` is the encoder embedding (MarianMTModel
+    keeps it as an alias).
+    """
+    state_dict = to_concatenated_state_dict(state_dict, config)
+    encoder_embed = state_dict["model.encoder.embed_tokens.weight"]
+    decoder_embed = state_dict.get("model.decoder.embed_tokens.weight", encoder_embed)
+    bias = state_dict.get("final_logits_bias")
+    out: dict[str, torch.Tensor] = {
+        "model.encoder.embed_tokens.weight": encoder_embed,
+        "model.decoder.embed_tokens.weight": decoder_embed,
+        "lm_head.weight": state_dict.get("lm_head.weight", decoder_embed),
+        "final_logits_bias": bias if bias is not None else decoder_embed.new_zeros(1, decoder_embed.shape[0]),
+    }
+    if config.share_embeddings:
+        out["model.shared.weight"] = encoder_embed
+    for side, layers in (("encoder", config.encoder_layers), ("decoder", config.decoder_layers)):
+        for index in range(layers):
+            prefix = f"model.{side}.layers.{index}."
+            for theirs, ours in marian_layer_names(side):
+                for kind in ("weight", "bias"):
+                    out[f"{prefix}{theirs}{kind}"] = state_dict[f"{prefix}{ours}{kind}"]
+    return {name: tensor.detach().clone() for name, tensor in out.items()}
+
+
+def to_marian(model: VaswaniForConditionalGeneration) -> MarianMTModel:
+    """A `MarianMTModel` (eval mode, float32, CPU) computing what `model` computes, with its generation settings."""
+    check_marian_compatible(model.config)
+    marian = MarianMTModel(marian_config_for(model.config))
+    state_dict = vaswani_state_dict_to_marian(model.state_dict(), model.config)
+    missing, unexpected = marian.load_state_dict(
+        {name: tensor.to("cpu", torch.float32) for name, tensor in state_dict.items()}, strict=False
+    )
+    missing = [name for name in missing if not name.endswith("embed_positions.weight")]
+    if missing or unexpected:
+        raise RuntimeError(f"MarianMTModel does not take these weights: missing {missing}, unexpected {unexpected}.")
+    marian.generation_config = _generation_config(model)
+    return marian.eval()
+
+
+def export_marian(
+    model: str | os.PathLike[str] | VaswaniForConditionalGeneration,
+    out_dir: str | os.PathLike[str],
+    *,
+    dtype: str | None = None,
+    tokenizer: Any = None,
+) -> Path:
+    """Write `model` (a folder, a Hub id, or a model in memory with `tokenizer`) as a `MarianMTModel` folder.
+
+    Args:
+        model: what to export.
+        out_dir: the folder to write (created if needed): `config.json`, `model.safetensors`,
+            `generation_config.json`, the tokenizer files of the source folder, and a short `README.md`.
+        dtype: `"float32"` (default), `"bfloat16"` or `"float16"` to store the weights in; the logits check runs
+            in float32 before the cast.
+        tokenizer: the tokenizer to save with a model given in memory (a folder's own files are copied).
+
+    Raises:
+        ExportError: the model has an option Marian cannot compute (the message names it), or the output folder
+            is the source folder.
+        RuntimeError: the exported logits differ from ours by more than `TOLERANCE` (a bug: please report it).
+    """
+    source = load_for_export(model, tokenizer)
+    out_dir = Path(out_dir)
+    if source.folder is not None and out_dir.exists() and out_dir.resolve() == source.folder.resolve():
+        raise ExportError(f"The output folder {str(out_dir)!r} is the source folder: choose another one.")
+    marian = to_marian(source.model)
+    difference, scale = max_logit_difference(source.model, marian)
+    if not difference <= TOLERANCE * scale:
+        raise RuntimeError(
+            f"The exported MarianMTModel's logits differ from the model's by {difference:.3g} "
+            f"(> {TOLERANCE} x {scale:.3g}): this is a bug in export_marian, please report it."
+        )
+    logger.info("Exported logits match: max abs difference %.3g.", difference)
+    if dtype is not None:
+        marian.to(_dtype(dtype))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    marian.save_pretrained(out_dir)
+    copied = _copy_tokenizer_files(source.folder, out_dir) if source.folder is not None else []
+    if source.folder is None and source.tokenizer is not None:
+        source.tokenizer.save_pretrained(out_dir)
+        copied = ["tokenizer (saved from memory)"]
+    _write_readme(out_dir, source.model.config, difference, copied)
+    return out_dir
+
+
+@torch.no_grad()
+def max_logit_difference(model: VaswaniForConditionalGeneration, marian: MarianMTModel) -> tuple[float, float]:
+    """Largest absolute logit difference between the two models on a padded random batch (both in eval mode), and
+    the scale it is judged against: the largest absolute logit of `model`, at least 1."""
+    config = model.config
+    vocab = min(config.vocab_size, config.decoder_vocab_size)
+    generator = torch.Generator().manual_seed(0)
+    length = min(11, config.max_position_embeddings)
+    input_ids = torch.randint(0, vocab, (3, length), generator=generator)
+    decoder_input_ids = torch.randint(0, vocab, (3, max(1, length - 3)), generator=generator)
+    decoder_input_ids[:, 0] = config.decoder_start_token_id
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[1, length // 2 :] = 0
+    inputs = dict(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids)
+    expected = model.eval()(**inputs).logits
+    actual = marian.eval()(**inputs).logits
+    return float((actual - expected).abs().max()), max(1.0, float(expected.abs().max()))
+
+
+def _generation_config(model: VaswaniForConditionalGeneration) -> GenerationConfig:
+    values = copy.deepcopy(model.generation_config).to_dict()
+    for key in ("_from_model_config", "transformers_version", "_commit_hash", "_original_object_hash"):
+        values.pop(key, None)
+    values.setdefault("decoder_start_token_id", model.config.decoder_start_token_id)
+    return GenerationConfig(**values)
+
+
+def _dtype(name: str) -> torch.dtype:
+    dtypes = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    if name not in dtypes:
+        raise ValueError(f"dtype must be one of {', '.join(dtypes)}, got {name!r}.")
+    return dtypes[name]
+
+
+def _copy_tokenizer_files(folder: Path, out_dir: Path) -> list[str]:
+    copied = []
+    for name in TOKENIZER_FILES:
+        if (folder / name).is_file():
+            shutil.copyfile(folder / name, out_dir / name)
+            copied.append(name)
+    return copied
+
+
+def _write_readme(out_dir: Path, config: VaswaniConfig, difference: float, tokenizer_files: list[str]) -> None:
+    layout = (
+        "the d_model dimensions reordered from the paper's interleaved sinusoid layout to Marian's (an exact "
+        "change of coordinates)"
+        if config.sinusoidal_layout == "interleaved"
+        else "the same sinusoid layout"
+    )
+    tokenizer = (
+        f"Tokenizer files: {', '.join(tokenizer_files)} (`AutoTokenizer` loads them)."
+        if tokenizer_files
+        else "No tokenizer was exported."
+    )
+    text = f"""---
+library_name: transformers
+pipeline_tag: translation
+tags: [marian, hf-vaswani]
+---
+
+# {out_dir.resolve().name}
+
+An hf-vaswani model (`VaswaniForConditionalGeneration`) exported with `hf-vaswani export-marian` as a stock
+`MarianMTModel`: the same weights under Marian's names, {layout}. Decoding starts from token
+{config.decoder_start_token_id} (`decoder_start_token_id`), as in the source model.
+
+At export, both models ran on a padded check batch: the largest absolute difference between their logits was
+{difference:.3g}. {tokenizer}
+
+```python
+from transformers import AutoTokenizer, MarianMTModel
+
+tokenizer = AutoTokenizer.from_pretrained("{out_dir.resolve().name}")
+model = MarianMTModel.from_pretrained("{out_dir.resolve().name}")
+```
+"""
+    (out_dir / "README.md").write_text(text, encoding="utf-8")

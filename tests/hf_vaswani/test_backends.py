@@ -1,0 +1,93 @@
+"""The CTranslate2 backend (`hf_vaswani.backends`): which backend runs, the export cached next to the model and made
+again when the model changes, and input checks shared with `hf_vaswani.inference.translate`. Tiny random models
+with the tiny tokenizer; what the backend translates is compared with PyTorch in tests/hf_vaswani/test_export.py."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from hf_vaswani import VaswaniForConditionalGeneration
+from hf_vaswani.inference import TruncatedInputWarning
+from tests.helpers import tiny_config, tiny_tokenizer
+
+ctranslate2 = pytest.importorskip("ctranslate2")
+
+from hf_vaswani import backends  # noqa: E402
+
+
+@pytest.fixture
+def folder(tmp_path):
+    torch.manual_seed(0)
+    model = VaswaniForConditionalGeneration(tiny_config(vocab_size=300)).eval()
+    model.save_pretrained(tmp_path / "model")
+    tiny_tokenizer().save_pretrained(tmp_path / "model")
+    return tmp_path / "model"
+
+
+def test_the_backend_is_ctranslate2_on_a_cpu_when_installed(monkeypatch):
+    assert backends.resolve_backend(None) == "ctranslate2" == backends.resolve_backend("auto", "cpu")
+    assert backends.resolve_backend(None, "cuda") == "torch" and backends.resolve_backend("torch") == "torch"
+    assert backends.default_quantization("cpu") == "int8" and backends.default_quantization("cuda:0") == "float16"
+    with pytest.raises(ValueError, match="backend must be auto, torch or ctranslate2"):
+        backends.resolve_backend("onnx")
+    monkeypatch.setattr(backends, "ctranslate2_available", lambda: False)
+    assert backends.resolve_backend(None) == "torch"
+    with pytest.raises(ModuleNotFoundError) as error:
+        backends.resolve_backend("ctranslate2")
+    assert error.value.name == "ctranslate2"  # the command line says "needs the [fast] extra"
+
+
+def test_the_export_is_made_once_next_to_the_model_and_again_when_the_weights_change(folder):
+    export = backends.ensure_ctranslate2_export(folder, "int8")
+    assert export == folder / "ctranslate2-int8" and (export / "model.bin").is_file()
+    made = (export / "model.bin").stat().st_mtime_ns
+    assert backends.ensure_ctranslate2_export(folder, "int8") == export
+    assert (export / "model.bin").stat().st_mtime_ns == made  # cached: not exported again
+
+    model = VaswaniForConditionalGeneration.from_pretrained(folder)
+    with torch.no_grad():
+        model.lm_head.weight.mul_(2)
+    model.save_pretrained(folder)
+    assert backends.ensure_ctranslate2_export(folder, "int8") == export
+    assert (export / "model.bin").stat().st_mtime_ns != made
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["model"]  # no staging folder left behind
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")]
+
+
+def test_a_read_only_model_folder_gets_its_export_in_the_user_cache(folder, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_VASWANI_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    export = backends.ensure_ctranslate2_export(folder, "float32")
+    assert export.parent == tmp_path / "cache" / "ctranslate2" and export.name.endswith("-ctranslate2-float32")
+    assert not (folder / "ctranslate2-float32").exists()
+
+
+def test_bad_input_is_refused_as_translate_refuses_it(folder):
+    translator = backends.load_ctranslate2(folder, quantization="float32", threads=1)
+    with pytest.raises(ValueError, match="the input is empty"):
+        translator.translate([], "es-en")
+    with pytest.raises(ValueError, match="direction"):
+        translator.translate(["hola"], "fr-de")
+    with pytest.raises(ValueError, match="num_beams must be a positive integer"):
+        translator.translate(["hola"], "es-en", num_beams=0)
+    with pytest.raises(ValueError, match="Got 1 labels for 2 sentences"):
+        translator.translate(["hola", "adiós"], "es-en", labels=["a"])
+    with pytest.raises(ValueError, match="quantization must be one of"):
+        backends.ensure_ctranslate2_export(folder, "int3")
+
+
+def test_a_long_source_is_cut_with_one_warning_naming_it(folder):
+    translator = backends.load_ctranslate2(folder, quantization="float32", threads=1)
+    with pytest.warns(TruncatedInputWarning, match=r"sentence 2 \(\d+ tokens\)"):
+        out = translator.translate(["Hola.", "el gato negro " * 40], "es-en", max_new_tokens=3)
+    assert len(out) == 2
+
+
+def test_translate_with_ctranslate2_is_one_call(folder, tmp_path):
+    translations = backends.translate_with_ctranslate2(
+        folder, ["El gato negro duerme.", "Hola."], "es-en", quantization="float32", num_beams=2, max_new_tokens=4
+    )
+    assert len(translations) == 2 and all(isinstance(text, str) for text in translations)

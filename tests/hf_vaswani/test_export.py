@@ -1,0 +1,365 @@
+"""Exact exports: Marian (`hf_vaswani.export.marian`), CTranslate2 (`hf_vaswani.export.ctranslate2`) and ONNX
+(`hf_vaswani.export.onnx`), each compared with the model it came from.
+
+Tiny random models get random LayerNorms, biases and (where the config has one) a random `final_logits_bias`, so
+that a weight put in the wrong place changes the outputs. The shipped checkpoint is checked where it matters: its
+Marian export and its float32 CTranslate2 export give our beam-search tokens. The CTranslate2 and ONNX tests are
+skipped when the `[fast]` / `[onnx]` extras are not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoTokenizer, MarianMTModel
+
+from hf_vaswani import VaswaniForConditionalGeneration
+from hf_vaswani.cli import main
+from hf_vaswani.convert_marian import convert_marian
+from hf_vaswani.export import ExportError
+from hf_vaswani.export.layout import to_concatenated_layout
+from hf_vaswani.export.marian import export_marian, to_marian
+from tests.helpers import CHECKPOINT, PAIRS, tiny_config, tiny_tokenizer
+
+ATOL = 1e-5
+BEAM = dict(num_beams=4, length_penalty=0.6, max_new_tokens=12)
+
+#: Model variants: the layout of the sinusoids, LayerNorm placement, vocabularies and output layer.
+VARIANTS = {
+    "interleaved": {},
+    "concatenated": dict(sinusoidal_layout="concatenated"),
+    "separate-vocab-bias-gelu": dict(
+        share_embeddings=False,
+        decoder_vocab_size=250,
+        tie_word_embeddings=False,
+        final_logits_bias=True,
+        activation_function="gelu",
+    ),
+}
+
+
+def random_model(seed: int = 3, vocab_size: int = 300, **overrides) -> VaswaniForConditionalGeneration:
+    """A tiny model whose LayerNorms, biases and final_logits_bias are random too (eval mode)."""
+    torch.manual_seed(seed)
+    model = VaswaniForConditionalGeneration(tiny_config(vocab_size=vocab_size, **overrides))
+    generator = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "layer_norm" in name or name.endswith("bias"):
+                parameter.copy_(parameter + 0.3 * torch.randn(parameter.shape, generator=generator))
+    return model.eval()
+
+
+def padded_batch(vocab_size: int = 300) -> dict[str, torch.Tensor]:
+    generator = torch.Generator().manual_seed(7)
+    input_ids = torch.randint(6, vocab_size, (3, 10), generator=generator)
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[1, 6:] = 0
+    input_ids[1, 6:] = 0
+    input_ids[:, -1] = 2
+    input_ids[1, 5] = 2
+    return {"input_ids": input_ids, "attention_mask": attention_mask}
+
+
+def teacher_forced(vocab_size: int = 250) -> torch.Tensor:
+    decoder_input_ids = torch.randint(3, vocab_size, (3, 7), generator=torch.Generator().manual_seed(8))
+    decoder_input_ids[:, 0] = 1
+    return decoder_input_ids
+
+
+def until_eos(row: list[int], eos: int = 2) -> list[int]:
+    """Generated ids without the start token, cut before the first end-of-sentence token."""
+    row = row[1:]
+    return row[: row.index(eos)] if eos in row else row
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The change of sinusoidal layout
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layer_norm_position", ["post", "pre"])
+def test_changing_the_sinusoidal_layout_keeps_the_function(layer_norm_position):
+    model = random_model(layer_norm_position=layer_norm_position)
+    converted = to_concatenated_layout(model).eval()
+    assert converted.config.sinusoidal_layout == "concatenated" and model.config.sinusoidal_layout == "interleaved"
+    inputs = dict(**padded_batch(), decoder_input_ids=teacher_forced())
+    with torch.no_grad():
+        difference = (converted(**inputs).logits - model(**inputs).logits).abs().max()
+    assert difference <= ATOL
+    # Not a no-op: the weights did move, and a concatenated model is left as it is.
+    embedding = "model.encoder.embed_tokens.weight"
+    assert not torch.equal(converted.state_dict()[embedding], model.state_dict()[embedding])
+    again = to_concatenated_layout(converted)
+    assert all(torch.equal(again.state_dict()[k], v) for k, v in converted.state_dict().items())
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Marian
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module", params=list(VARIANTS))
+def exported_marian(request, tmp_path_factory):
+    """(variant, our model, the MarianMTModel loaded back from its exported folder)."""
+    model = random_model(**VARIANTS[request.param])
+    folder = export_marian(model, tmp_path_factory.mktemp(f"marian-{request.param}"))
+    return request.param, model, MarianMTModel.from_pretrained(folder).eval()
+
+
+def test_exported_marian_gives_our_logits(exported_marian):
+    _, model, marian = exported_marian
+    inputs = dict(**padded_batch(), decoder_input_ids=teacher_forced())
+    with torch.no_grad():
+        ours, theirs = model(**inputs).logits, marian(**inputs).logits
+    assert (ours - theirs).abs().max() <= ATOL
+    assert marian.config.decoder_start_token_id == 1 and marian.config.forced_eos_token_id is None
+
+
+def test_exported_marian_gives_our_beam_and_greedy_tokens(exported_marian):
+    _, model, marian = exported_marian
+    with torch.inference_mode():
+        for options in (BEAM, dict(num_beams=1, max_new_tokens=12)):
+            ours = model.generate(**padded_batch(), **options)
+            assert torch.equal(marian.generate(**padded_batch(), **options), ours)
+
+
+def test_convert_marian_inverts_export_marian(exported_marian, tmp_path):
+    variant, model, marian = exported_marian
+    back = convert_marian(marian, tmp_path / "back")
+    converted = VaswaniForConditionalGeneration.from_pretrained(back).eval()
+    inputs = dict(**padded_batch(), decoder_input_ids=teacher_forced())
+    with torch.no_grad():
+        assert (converted(**inputs).logits - model(**inputs).logits).abs().max() <= ATOL
+    # The round trip gives back our weights, in Marian's layout: an interleaved model comes back reordered.
+    original, returned = to_concatenated_layout(model).state_dict(), converted.state_dict()
+    assert converted.config.sinusoidal_layout == "concatenated"
+    assert (variant == "concatenated") == all(torch.equal(t, model.state_dict()[n]) for n, t in original.items())
+    for name, tensor in original.items():
+        assert torch.equal(returned[name], tensor), name
+    assert set(returned) - set(original) <= {"final_logits_bias"}  # Marian always has one: zeros when we had none
+    for field in (
+        "d_model",
+        "encoder_layers",
+        "decoder_layers",
+        "vocab_size",
+        "decoder_vocab_size",
+        "share_embeddings",
+        "tie_word_embeddings",
+        "activation_function",
+        "decoder_start_token_id",
+    ):
+        assert getattr(converted.config, field) == getattr(model.config, field), field
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        (dict(layer_norm_position="pre"), "layer_norm_position"),
+        (dict(position_encoding="learned"), "position_encoding"),
+        (dict(layer_norm_eps=1e-6), "layer_norm_eps"),
+    ],
+)
+def test_export_marian_refuses_what_marian_cannot_compute(overrides, named):
+    with pytest.raises(ExportError, match=named):
+        to_marian(random_model(**overrides))
+
+
+def test_export_marian_of_the_shipped_checkpoint_from_the_command_line(tmp_path, capsys):
+    out = tmp_path / "marian"
+    assert main(["export-marian", str(CHECKPOINT), str(out)]) == 0
+    assert "MarianMTModel" in capsys.readouterr().out
+    assert json.loads((out / "config.json").read_text())["model_type"] == "marian"
+    marian = MarianMTModel.from_pretrained(out).eval()
+    model = VaswaniForConditionalGeneration.from_pretrained(CHECKPOINT, dtype=torch.float32).eval()
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    sources = [f">>en<< {spanish}" for _, spanish in PAIRS[:6]] + [f">>es<< {english}" for english, _ in PAIRS[:6]]
+    batch = tokenizer(sources, return_tensors="pt", padding=True)
+    with torch.inference_mode():
+        ours = model.generate(**batch)  # the generation config: beam 4, length penalty 0.6
+        theirs = marian.generate(**batch)
+        assert torch.equal(theirs, ours)
+        inputs = dict(**batch, decoder_input_ids=ours[:, :-1])
+        expected = model(**inputs).logits
+        # Reordering the interleaved dimensions changes the order of float additions (as sdpa vs eager does).
+        assert (marian(**inputs).logits - expected).abs().max() <= ATOL * expected.abs().max()
+    assert tokenizer.batch_decode(theirs, skip_special_tokens=True)[0] == "The black cat sleeps."
+
+
+def test_export_marian_refuses_to_write_into_its_source(tmp_path, capsys):
+    model_dir = tmp_path / "model"
+    random_model().save_pretrained(model_dir)
+    assert main(["export-marian", str(model_dir), str(model_dir)]) == 2
+    assert "is the source folder" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# CTranslate2
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def model_folder(path: Path, **overrides) -> Path:
+    """A tiny random model saved with the tiny tokenizer (300 pieces) and a beam-4 generation config."""
+    model = random_model(**overrides)
+    model.generation_config.update(num_beams=4, length_penalty=0.6, max_length=13, early_stopping=True)
+    model.save_pretrained(path)
+    tiny_tokenizer().save_pretrained(path)
+    return path
+
+
+CT2_VARIANTS = {
+    **VARIANTS,
+    "pre-ln-learned": dict(layer_norm_position="pre", position_encoding="learned"),
+    "no-positions-unscaled": dict(position_encoding="none", scale_embedding=False),
+}
+
+
+@pytest.mark.parametrize("variant", list(CT2_VARIANTS))
+def test_ctranslate2_float32_scores_and_beam_tokens_are_ours(variant, tmp_path):
+    pytest.importorskip("ctranslate2")
+    from hf_vaswani.backends import load_ctranslate2
+
+    folder = model_folder(tmp_path / "model", **CT2_VARIANTS[variant])
+    translator = load_ctranslate2(folder, quantization="float32", threads=1, cache_dir=tmp_path / "cache")
+    model = VaswaniForConditionalGeneration.from_pretrained(folder).eval()
+    tokenizer = tiny_tokenizer()
+    sentences = [spanish for _, spanish in PAIRS[:8]]
+    sources = [f">>en<< {sentence}" for sentence in sentences]
+    batch = tokenizer(sources, return_tensors="pt", padding=True)
+    with torch.inference_mode():
+        ours = [until_eos(row) for row in model.generate(**batch).tolist()]
+    assert translator.translate_ids(sentences, "es-en", batch_size=3) == ours
+
+    # CTranslate2's log-probabilities of our outputs (and of the end token after them) are ours, token by token.
+    source_tokens = [tokenizer.convert_ids_to_tokens(ids) for ids in tokenizer(sources).input_ids]
+    scored = translator.translator.score_batch(source_tokens, [tokenizer.convert_ids_to_tokens(ids) for ids in ours])
+    for row, (ids, result) in enumerate(zip(ours, scored, strict=True)):
+        with torch.inference_mode():
+            logits = model(
+                input_ids=batch["input_ids"][row : row + 1],
+                attention_mask=batch["attention_mask"][row : row + 1],
+                decoder_input_ids=torch.tensor([[1, *ids]]),
+            ).logits[0]
+        expected = logits.log_softmax(-1)[torch.arange(len(ids) + 1), torch.tensor([*ids, 2])]
+        assert torch.allclose(torch.tensor(result.log_probs), expected, atol=1e-4), row
+
+
+def test_ctranslate2_export_keeps_every_piece_and_starts_from_bos(tmp_path):
+    pytest.importorskip("ctranslate2")
+    out = tmp_path / "ct2"
+    assert main(["export-ctranslate2", str(CHECKPOINT), str(out)]) == 0
+    vocabulary = json.loads((out / "shared_vocabulary.json").read_text())
+    config = json.loads((out / "config.json").read_text())
+    assert len(vocabulary) == 8000 and vocabulary[:3] == ["<pad>", "<s>", "</s>"]
+    assert config["decoder_start_token"] == "<s>" and config["layer_norm_epsilon"] == 1e-5
+    # An existing folder is replaced only with --force.
+    assert main(["export-ctranslate2", str(CHECKPOINT), str(out), "--quantization", "int8"]) == 2
+    assert main(["export-ctranslate2", str(CHECKPOINT), str(out), "--quantization", "int8", "--force"]) == 0
+    assert (out / "model.bin").stat().st_size < 10_000_000  # int8: a quarter of the float32 weights
+
+
+def test_export_ctranslate2_needs_a_tokenizer_and_the_fast_extra(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("ctranslate2")
+    random_model().save_pretrained(tmp_path / "weights-only")
+    assert main(["export-ctranslate2", str(tmp_path / "weights-only"), str(tmp_path / "out")]) == 2
+    assert "has no tokenizer" in capsys.readouterr().err
+    for name in [name for name in sys.modules if name.split(".")[0] == "ctranslate2"]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if the [fast] extra were not installed
+    monkeypatch.delitem(sys.modules, "hf_vaswani.export.ctranslate2", raising=False)
+    assert main(["export-ctranslate2", str(CHECKPOINT), str(tmp_path / "out")]) == 2
+    assert "needs the [fast] extra" in capsys.readouterr().err
+
+
+def test_the_command_offers_the_weight_types_the_exporter_takes():
+    pytest.importorskip("ctranslate2")
+    from hf_vaswani.commands import export as command
+    from hf_vaswani.export import ctranslate2 as exporter
+
+    assert command.QUANTIZATIONS == exporter.QUANTIZATIONS
+
+
+@pytest.fixture(scope="module")
+def shipped_translations():
+    """The shipped checkpoint's beam-search translations of 12 hand-written sentences, per direction (float32)."""
+    from hf_vaswani.inference import load_translator, translate
+
+    model, tokenizer = load_translator(CHECKPOINT, device="cpu", dtype="float32")
+    spanish, english = [s for _, s in PAIRS[:12]], [e for e, _ in PAIRS[:12]]
+    return {
+        "es-en": (spanish, translate(model, tokenizer, spanish, "es-en")),
+        "en-es": (english, translate(model, tokenizer, english, "en-es")),
+    }
+
+
+@pytest.fixture(scope="module")
+def shipped_copy(tmp_path_factory):
+    """A copy of the shipped checkpoint (the exports are cached next to the model: not in the repository)."""
+    import shutil
+
+    return Path(shutil.copytree(CHECKPOINT, tmp_path_factory.mktemp("shipped") / "model"))
+
+
+def test_ctranslate2_float32_translates_the_shipped_checkpoint_as_we_do(shipped_translations, shipped_copy):
+    pytest.importorskip("ctranslate2")
+    from hf_vaswani.backends import load_ctranslate2
+
+    translator = load_ctranslate2(shipped_copy, quantization="float32", threads=1)
+    assert (shipped_copy / "ctranslate2-float32" / "model.bin").is_file()  # cached next to the model
+    for direction, (sources, ours) in shipped_translations.items():
+        assert translator.translate(sources, direction) == ours
+
+
+def test_ctranslate2_int8_translations_are_sensible(shipped_translations, shipped_copy):
+    pytest.importorskip("ctranslate2")
+    from hf_vaswani.backends import load_ctranslate2
+
+    translator = load_ctranslate2(shipped_copy, threads=1)  # int8 on the CPU by default
+    assert translator.quantization == "int8" and translator.translator.compute_type.startswith("int8")
+    same = total = 0
+    for direction, (sources, ours) in shipped_translations.items():
+        theirs = translator.translate(sources, direction)
+        assert all(theirs)
+        same += sum(a == b for a, b in zip(theirs, ours, strict=True))
+        total += len(ours)
+    assert same >= 0.7 * total  # rounded weights: a few translations may change, most do not
+    assert translator.translate(["El gato negro duerme."], "es-en") == ["The black cat sleeps."]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# ONNX
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:.*LeafSpec:FutureWarning")  # torch.export's own
+def test_onnx_encoder_and_decoder_decode_greedily_as_we_do(tmp_path, capsys):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxscript")
+    from hf_vaswani.export.onnx import OnnxGreedyTranslator
+
+    folder = model_folder(tmp_path / "model", **VARIANTS["separate-vocab-bias-gelu"])
+    out = tmp_path / "onnx"
+    assert main(["export-onnx", str(folder), str(out)]) == 0, capsys.readouterr().err
+    assert {"encoder.onnx", "decoder.onnx", "tokenizer.json", "config.json"} <= {p.name for p in out.iterdir()}
+    model = VaswaniForConditionalGeneration.from_pretrained(folder).eval()
+    onnx = OnnxGreedyTranslator(out, threads=1)
+    for length in (10, 4):  # other batch and source lengths than the export's, with padding
+        batch = {name: tensor[:, :length] for name, tensor in padded_batch().items()}
+        with torch.inference_mode():
+            ours = model.generate(**batch, num_beams=1, max_new_tokens=12)
+        theirs = onnx.generate(batch["input_ids"].numpy(), batch["attention_mask"].numpy(), max_new_tokens=12)
+        assert theirs.tolist() == ours.tolist()
+    sentences = [spanish for _, spanish in PAIRS[:3]]
+    with torch.inference_mode():
+        tokens = model.generate(
+            **tiny_tokenizer()([f">>en<< {s}" for s in sentences], return_tensors="pt", padding=True),
+            num_beams=1,
+            max_new_tokens=12,
+        )
+    assert onnx.translate(sentences, "es-en", max_new_tokens=12) == [
+        text.strip() for text in tiny_tokenizer().batch_decode(tokens, skip_special_tokens=True)
+    ]
