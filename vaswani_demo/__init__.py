@@ -9,15 +9,18 @@ Hugging Face Space) are thin wrappers around these two. `DemoBackend` is the log
 The app translates a sentence (Spanish -> English or English -> Spanish) and shows, for that one model run:
 
 * the translation, and a status line (timing, or a human sentence explaining why the input was refused);
-* the cross-attention of a chosen decoder layer and head (or their average) as a heatmap, word level with the
-  alignment links boxed, or subword level;
+* the cross-attention of a chosen decoder layer and head (or their average), with or without shift, punctuation
+  skipped or not, starting at the model's alignment configuration (`config.alignment`): a heatmap, word level
+  with the alignment links boxed, or subword level; next to it the aligned words as lines between the two
+  sentences;
 * the aligned word pairs (each target word with the source word it attends to most);
 * bertviz's head view and model view of the encoder, decoder or cross-attention, as an offline page inside an
   ``<iframe sandbox="allow-scripts" srcdoc="...">`` (Gradio's HTML component does not run scripts);
 * the attention record (every matrix, as `vaswani_inspect.AttentionRecord` JSON) to download.
 
-The record of the last translation is kept in a `gr.State`: changing the layer, head or view redraws from it and
-never runs the model again. The translate function is the named API endpoint ``/translate`` (``docs/demo.md``).
+The record of the last translation is kept in a `gr.State`: changing the layer, head, shift, skip-punctuation or
+view redraws from it and never runs the model again. The translate function is the named API endpoint
+``/translate`` (``docs/demo.md``).
 
 Modules: `settings` (limits, defaults, choices), `backend` (`DemoBackend`), `embed` (bertviz pages in an iframe),
 `layout` (the components), `events` (what they do), `app` (`build_app`, `launch_app`), `commands`

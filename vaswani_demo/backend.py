@@ -1,10 +1,12 @@
 """The demo's logic without Gradio: load a model, check the input, translate once, draw from the attention record.
 
 `DemoBackend.translate` runs the model and keeps every attention matrix (`vaswani_inspect.extract`);
-`alignment` and `view` draw from that record (a heatmap with word pairs, a bertviz page in an iframe) and never
-run the model again; `translate_outputs` is everything the ``/translate`` endpoint returns. One backend serves
-every request: the model is shared by Gradio's worker threads, which `hf_vaswani`'s model supports, and the run
-counter is guarded by a lock.
+`alignment`, `alignment_links` and `view` draw from that record (a heatmap with word pairs, the aligned words as
+lines between the two sentences, a bertviz page in an iframe) and never run the model again. The alignment is
+read as the model's `config.alignment` says (layer, heads, shift) unless the user chooses otherwise.
+`translate_outputs` is everything the ``/translate`` endpoint returns. One backend serves every request: the model
+is shared by Gradio's worker threads, which `hf_vaswani`'s model supports, and the run counter is guarded by a
+lock.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +25,20 @@ from hf_vaswani import paths
 from hf_vaswani.inference import load_translator
 from hf_vaswani.tokenization import DIRECTIONS, direction_to_languages, source_with_language
 from vaswani_inspect import (
+    DEFAULT_ALIGNMENT,
+    align,
     alignment_matrix,
+    alignment_settings,
     extract,
     head_view_html,
     model_view_html,
     plot_alignment,
+    plot_alignment_links,
     plot_heatmap,
     source_words,
     target_words,
 )
+from vaswani_inspect.record import check_alignment
 
 from .embed import PLACEHOLDER_VIEW, iframe_html, view_height
 from .settings import (
@@ -97,11 +104,25 @@ def _int_option(value: Any, default: int, low: int, high: int, what: str) -> int
     return int(number)
 
 
-def _index(value: Any) -> int | str:
-    """A layer or head choice ("0", "1", ... or "mean") as an index or `MEAN`."""
-    if value is None or value == "" or value == MEAN:
-        return MEAN
-    return int(value)
+def _layer(value: Any) -> int | str | None:
+    """A layer choice ("0", "1", ... or "mean") as an index or `MEAN`; None (empty): the model's configuration."""
+    if value is None or value == "":
+        return None
+    return MEAN if value == MEAN else int(value)
+
+
+def _heads(value: Any) -> list[int] | str | None:
+    """A head choice ("0", "1,3" or "mean") as a list of heads or "all"; None (empty): the model's configuration."""
+    if value is None or value == "":
+        return None
+    if value == MEAN:
+        return "all"
+    return [int(head) for head in str(value).split(",")]
+
+
+def _choice(heads: list[int] | str) -> str:
+    """The head dropdown's value for a list of heads (or "all")."""
+    return MEAN if heads == "all" else ",".join(str(head) for head in heads)
 
 
 class DemoBackend:
@@ -110,6 +131,8 @@ class DemoBackend:
     Attributes:
         model, tokenizer: the loaded model (eval mode) and its tokenizer.
         model_name: shown in the app (the folder or Hub id).
+        alignment_config: the model's alignment configuration (`config.alignment`, else the mean of all layers and
+            heads, not shifted): what the layer, head and shift controls start from.
         model_runs: how many times the model was run (translations); redraws do not count.
         max_tokens: the longest source, in tokens (language token and ``</s>`` included), the model reads.
         decoder_layers, decoder_heads: what the layer and head choices offer.
@@ -129,6 +152,7 @@ class DemoBackend:
         self.max_tokens = min(limit for limit in limits if limit > 0) if any(limits) else 512
         self.decoder_layers = int(config.decoder_layers)
         self.decoder_heads = int(config.decoder_attention_heads)
+        self.alignment_config = check_alignment(getattr(config, "alignment", None)) or dict(DEFAULT_ALIGNMENT)
         generation = getattr(model, "generation_config", None)
         self.default_beams = max(1, min(MAX_BEAMS, int(getattr(generation, "num_beams", None) or 1)))
         new_tokens = getattr(generation, "max_new_tokens", None)
@@ -272,34 +296,83 @@ class DemoBackend:
 
     # ---------------------------------------------------------------------------------------- drawing the record
 
-    def alignment(self, record: Any, layer: Any = MEAN, head: Any = MEAN, unit: str = "words") -> tuple[Any, list]:
-        """(matplotlib Figure of the cross-attention, aligned word pairs) for a layer/head index or `"mean"`.
+    def layer_choices(self) -> list[tuple[str, str]]:
+        """(label, value) of the decoder layer control: the average of all layers, then each layer."""
+        return [("average of all layers", MEAN)] + [(f"layer {i}", str(i)) for i in range(self.decoder_layers)]
+
+    def head_choices(self) -> list[tuple[str, str]]:
+        """(label, value) of the head control: the average of all heads, each head, and the model's configured
+        heads when it averages several ("heads 1, 3", value "1,3")."""
+        choices = [("average of all heads", MEAN)] + [(f"head {i}", str(i)) for i in range(self.decoder_heads)]
+        heads = self.alignment_config["heads"]
+        if heads != "all" and len(heads) > 1:
+            choices.append((f"heads {', '.join(str(h) for h in heads)}", _choice(heads)))
+        return choices
+
+    def default_choices(self) -> dict[str, Any]:
+        """The controls' starting values, from the model's alignment configuration: layer, head, shift."""
+        layer = self.alignment_config["layer"]
+        return {
+            "layer": MEAN if layer == MEAN else str(layer),
+            "head": _choice(self.alignment_config["heads"]),
+            "shift": bool(self.alignment_config["shift"]),
+        }
+
+    def alignment(
+        self,
+        record: Any,
+        layer: Any = None,
+        head: Any = None,
+        unit: str = "words",
+        shift: bool | None = None,
+        skip_punctuation: bool = True,
+    ) -> tuple[Any, list]:
+        """(matplotlib Figure of the cross-attention, aligned word pairs) for a layer choice ("0", "1", ... or
+        "mean"), a head choice ("0", "1,3" or "mean") and `shift`; left at None, each is the model's configuration
+        (the record's `alignment`).
 
         The pairs are rows ``[target word, source word, weight]``: each target word with the source word its
-        (layer, head) cross-attention gives the most weight (`vaswani_inspect.align`, argmax, rows that predict
-        the word). Nothing is drawn for `record=None`.
+        cross-attention gives the most weight (`vaswani_inspect.align`, argmax); punctuation words get no pair with
+        `skip_punctuation`. Nothing is drawn for `record=None`.
         """
         if record is None:
             return None, []
-        layer_index, head_index = _index(layer), _index(head)
-        heads = "all" if head_index == MEAN else head_index
+        settings = alignment_settings(record, _layer(layer), _heads(head), shift)
         pairs: list[list[Any]] = []
         try:
-            matrix = alignment_matrix(record, layer_index, heads)
+            matrix = alignment_matrix(record, **settings, skip_punctuation=skip_punctuation)
             sources, targets = source_words(record), target_words(record)
-            for j, row in enumerate(matrix):
-                i = int(row.argmax())
-                pairs.append([targets[j], sources[i], round(float(row[i]), 3)])
+            links = align(record, **settings, skip_punctuation=skip_punctuation)
+            for i, j in sorted(links, key=lambda link: (link[1], link[0])):
+                pairs.append([targets[j], sources[i], round(float(matrix[j, i]), 3)])
         except ValueError:  # no words on one side (e.g. an empty translation): no pairs, token heatmap
             unit = "tokens"
         if unit == "words":
-            figure = plot_alignment(record, layer_index, heads)
-            layer_text = "mean of layers" if layer_index == MEAN else f"layer {layer_index}"
-            head_text = "mean of heads" if head_index == MEAN else f"head {head_index}"
-            figure.axes[0].set_title(f"cross-attention alignment, {layer_text}, {head_text}", fontsize=10)
+            figure = plot_alignment(record, **settings, skip_punctuation=skip_punctuation)
         else:
-            figure = plot_heatmap(record, "cross", layer_index, head_index)
+            figure = self._token_heatmap(record, settings)
         return figure, pairs
+
+    @staticmethod
+    def _token_heatmap(record: Any, settings: dict[str, Any]) -> Any:
+        """The subword-level cross-attention of the chosen layer and heads (several heads: their mean)."""
+        heads = settings["heads"]
+        if heads == "all":
+            return plot_heatmap(record, "cross", settings["layer"], MEAN)
+        if len(heads) == 1:
+            return plot_heatmap(record, "cross", settings["layer"], heads[0])
+        chosen = replace(record, decoder=record.decoder[:, heads], cross=record.cross[:, heads])
+        return plot_heatmap(chosen, "cross", settings["layer"], MEAN)
+
+    def alignment_links(
+        self, record: Any, layer: Any = None, head: Any = None, shift: bool | None = None, skip_punctuation: bool = True
+    ) -> Any:
+        """The aligned words as lines between the two sentences (`vaswani_inspect.plot_alignment_links`), for the
+        same choices as `alignment`; None for no record or a side without words."""
+        if record is None or not source_words(record) or not target_words(record):
+            return None
+        settings = alignment_settings(record, _layer(layer), _heads(head), shift)
+        return plot_alignment_links(record, **settings, skip_punctuation=skip_punctuation)
 
     def view(self, record: Any, view: str = "head", kind: str = "encoder") -> str:
         """The bertviz head or model view of one attention kind, as a sandboxed iframe (a placeholder for None)."""
@@ -338,14 +411,14 @@ class DemoBackend:
         direction: str,
         num_beams: Any = None,
         max_new_tokens: Any = None,
-        layer: Any = MEAN,
-        head: Any = MEAN,
+        layer: Any = None,
+        head: Any = None,
         unit: str = "words",
         view: str = "head",
         kind: str = "encoder",
     ) -> tuple[TranslationResult, tuple[Any, ...]]:
         """Everything ``/translate`` returns: (result, (translation, status, figure, pairs, view HTML, JSON path,
-        record))."""
+        record)). The heatmap and pairs use the model's shift and skip punctuation (`alignment` defaults)."""
         result = self.translate(text, direction, num_beams, max_new_tokens)
         if not result.ok:
             return result, ("", result.status, None, [], PLACEHOLDER_VIEW, None, None)

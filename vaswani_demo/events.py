@@ -1,5 +1,6 @@
-"""What the demo's components do: the translate events run the model once (`DemoBackend.translate_outputs`), the
-layer, head, unit, view and attention-kind controls redraw from the session's record without running it again.
+"""What the demo's components do: the translate events run the model once (`DemoBackend.translate_outputs`), then
+draw the aligned words as lines; the layer, head, shift, skip-punctuation, unit, view and attention-kind controls
+redraw from the session's record without running it again.
 
 The translate button is the one named API endpoint, ``/translate``; Gradio documents it from the signature and
 docstring of the function `translate_handler` returns. The other events are private.
@@ -17,7 +18,7 @@ from .backend import DemoBackend
 from .embed import PLACEHOLDER_VIEW
 from .layout import DemoLayout
 
-__all__ = ["redraw_handlers", "translate_handler", "wire_events"]
+__all__ = ["after_translate_handler", "redraw_handlers", "translate_handler", "wire_events"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,8 +44,10 @@ def translate_handler(backend: DemoBackend) -> Callable[..., tuple[Any, ...]]:
             direction: "es-en" (Spanish to English) or "en-es" (English to Spanish).
             num_beams: beam size, 1 (greedy) to 8.
             max_new_tokens: longest translation, in tokens.
-            layer: decoder layer of the cross-attention heatmap and word pairs: "mean" or "0", "1", ...
-            head: head of that layer: "mean" or "0", "1", ...
+            layer: decoder layer of the cross-attention heatmap and word pairs: "mean" or "0", "1", ... (default:
+                the model's alignment configuration).
+            head: head of that layer: "mean" (all heads) or "0", "1", ..., or several averaged, "1,3" (default: the
+                model's alignment configuration).
             unit: heatmap over "words" (alignment links boxed) or subword "tokens".
             view: bertviz "head" view or "model" view.
             kind: attention shown by bertviz: "encoder", "decoder" or "cross".
@@ -52,7 +55,7 @@ def translate_handler(backend: DemoBackend) -> Callable[..., tuple[Any, ...]]:
         Returns:
             translation: the translation ("" when the input was refused).
             status: timing and notes, or the sentence explaining why the input was refused.
-            alignment: the cross-attention heatmap (a plot).
+            alignment: the cross-attention heatmap (a plot), read with the model's shift, punctuation skipped.
             pairs: aligned words, rows of [target word, source word, attention weight].
             view: HTML, an iframe with the offline bertviz page in its srcdoc.
             record: path of the attention record JSON (vaswani_inspect.AttentionRecord).
@@ -67,17 +70,20 @@ def translate_handler(backend: DemoBackend) -> Callable[..., tuple[Any, ...]]:
     return translate
 
 
-def redraw_handlers(backend: DemoBackend) -> tuple[Callable[..., tuple[Any, list]], Callable[..., str]]:
-    """(redraw the heatmap and word pairs, redraw the bertviz view) from a record; a drawing error becomes a
-    warning on the page (and a traceback in the log), never an error dialog."""
+def redraw_handlers(backend: DemoBackend) -> tuple[Callable[..., tuple[Any, Any, list]], Callable[..., str]]:
+    """(redraw the heatmap, the alignment lines and the word pairs, redraw the bertviz view) from a record; a drawing
+    error becomes a warning on the page (and a traceback in the log), never an error dialog."""
 
-    def redraw_alignment(record: Any, layer: str, head: str, unit: str) -> tuple[Any, list]:
+    def redraw_alignment(
+        record: Any, layer: str, head: str, unit: str, shift: bool, skip_punctuation: bool
+    ) -> tuple[Any, Any, list]:
         try:
-            return backend.alignment(record, layer, head, unit)
+            figure, pairs = backend.alignment(record, layer, head, unit, shift, skip_punctuation)
+            return figure, backend.alignment_links(record, layer, head, shift, skip_punctuation), pairs
         except Exception as error:  # noqa: BLE001
             logger.exception("The demo could not redraw the alignment")
             gr.Warning(f"The alignment could not be drawn ({type(error).__name__}).")
-            return None, []
+            return None, None, []
 
     def redraw_view(record: Any, view: str, kind: str) -> str:
         try:
@@ -88,6 +94,27 @@ def redraw_handlers(backend: DemoBackend) -> tuple[Callable[..., tuple[Any, list
             return PLACEHOLDER_VIEW
 
     return redraw_alignment, redraw_view
+
+
+def after_translate_handler(backend: DemoBackend) -> Callable[..., tuple[Any, Any, Any]]:
+    """What follows a translation on the page: the alignment lines, and the heatmap and pairs again when the shift
+    or skip-punctuation checkboxes differ from what ``/translate`` drew with (the model's shift, punctuation
+    skipped); otherwise those two are left as they are (`gr.skip()`)."""
+    redraw_alignment, _ = redraw_handlers(backend)
+
+    def after_translate(
+        record: Any, layer: str, head: str, unit: str, shift: bool, skip_punctuation: bool
+    ) -> tuple[Any, Any, Any]:
+        if bool(shift) != backend.alignment_config["shift"] or not skip_punctuation:
+            return redraw_alignment(record, layer, head, unit, shift, skip_punctuation)
+        try:
+            return gr.skip(), backend.alignment_links(record, layer, head, shift, skip_punctuation), gr.skip()
+        except Exception as error:  # noqa: BLE001
+            logger.exception("The demo could not draw the alignment lines")
+            gr.Warning(f"The alignment lines could not be drawn ({type(error).__name__}).")
+            return gr.skip(), None, gr.skip()
+
+    return after_translate
 
 
 def wire_events(ui: DemoLayout, backend: DemoBackend, *, concurrency_limit: int) -> None:
@@ -105,15 +132,19 @@ def wire_events(ui: DemoLayout, backend: DemoBackend, *, concurrency_limit: int)
         concurrency_id="model",
         concurrency_limit=concurrency_limit,
     )
-    ui.button.click(api_name="translate", **model_events)
-    ui.text.submit(api_visibility="private", **model_events)
-    ui.examples.load_input_event.then(api_visibility="private", **model_events)
-
     redraw_alignment, redraw_view = redraw_handlers(backend)
     redraw_events: dict[str, Any] = dict(api_visibility="private", concurrency_id="redraw", show_progress="minimal")
-    alignment_inputs = [ui.record_state, ui.layer, ui.head, ui.unit]
-    for control in (ui.layer, ui.head, ui.unit):
-        control.change(redraw_alignment, inputs=alignment_inputs, outputs=[ui.plot, ui.pairs], **redraw_events)
+    alignment_inputs = [ui.record_state, ui.layer, ui.head, ui.unit, ui.shift, ui.skip_punctuation]
+    alignment_outputs = [ui.plot, ui.links, ui.pairs]
+    after_events: dict[str, Any] = dict(
+        fn=after_translate_handler(backend), inputs=alignment_inputs, outputs=alignment_outputs, **redraw_events
+    )
+    ui.button.click(api_name="translate", **model_events).then(**after_events)
+    ui.text.submit(api_visibility="private", **model_events).then(**after_events)
+    ui.examples.load_input_event.then(api_visibility="private", **model_events).then(**after_events)
+
+    for control in (ui.layer, ui.head, ui.unit, ui.shift, ui.skip_punctuation):
+        control.change(redraw_alignment, inputs=alignment_inputs, outputs=alignment_outputs, **redraw_events)
     view_inputs = [ui.record_state, ui.view, ui.kind]
     for control in (ui.view, ui.kind):
         control.change(redraw_view, inputs=view_inputs, outputs=[ui.views], **redraw_events)

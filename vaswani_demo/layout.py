@@ -18,7 +18,6 @@ from .settings import (
     KIND_CHOICES,
     MAX_BEAMS,
     MAX_CHARS,
-    MEAN,
     STATE_TTL_SECONDS,
     UNIT_CHOICES,
     VIEW_CHOICES,
@@ -44,11 +43,14 @@ class DemoLayout:
     translation: gr.Textbox
     status: gr.Textbox
     record_file: gr.File
-    # cross-attention heatmap and word pairs
+    # cross-attention heatmap, aligned words as lines, and word pairs
     layer: gr.Dropdown
     head: gr.Dropdown
+    shift: gr.Checkbox
+    skip_punctuation: gr.Checkbox
     unit: gr.Radio
     plot: gr.Plot
+    links: gr.Plot
     pairs: gr.Dataframe
     # bertviz
     view: gr.Radio
@@ -117,28 +119,45 @@ def _translation_outputs() -> dict[str, gr.components.Component]:
 def _alignment_section(backend: DemoBackend) -> dict[str, gr.components.Component]:
     gr.Markdown(
         "## Cross-attention: which source words each target word looked at\n"
-        "Rows are target words (the attention that *produced* each word), columns source words; red boxes mark "
-        "each target word's most attended source word."
+        "Rows are target words (the attention that *produced* each word, or with *shift* the step where the word "
+        "is the decoder input), columns source words; red boxes and lines mark each target word's most attended "
+        "source word. The controls start at the model's own alignment configuration. Attention is not an "
+        "explanation: a head's weights show where it read from, not why the model chose its words; a head trained "
+        "to follow a statistical aligner is an aligner."
     )
-    layer_choices = [("average of all layers", MEAN)] + [(f"layer {i}", str(i)) for i in range(backend.decoder_layers)]
-    head_choices = [("average of all heads", MEAN)] + [(f"head {i}", str(i)) for i in range(backend.decoder_heads)]
+    defaults = backend.default_choices()
     with gr.Row():
-        layer = gr.Dropdown(layer_choices, value=MEAN, label="Decoder layer", elem_id="layer")
-        head = gr.Dropdown(head_choices, value=MEAN, label="Head", elem_id="head")
+        layer = gr.Dropdown(backend.layer_choices(), value=defaults["layer"], label="Decoder layer", elem_id="layer")
+        head = gr.Dropdown(backend.head_choices(), value=defaults["head"], label="Head", elem_id="head")
+        with gr.Column(min_width=200):
+            shift = gr.Checkbox(
+                defaults["shift"], label="Shift (read each word where it is the decoder input)", elem_id="shift"
+            )
+            skip_punctuation = gr.Checkbox(True, label="Skip punctuation", elem_id="skip-punctuation")
         unit = gr.Radio(UNIT_CHOICES, value="words", label="Heatmap of", elem_id="unit")
     with gr.Row(equal_height=False):
         plot = gr.Plot(
-            label="Cross-attention heatmap", show_label=False, format="png", scale=3, elem_id="alignment-plot"
+            label="Cross-attention heatmap", show_label=False, format="png", scale=1, elem_id="alignment-plot"
         )
-        pairs = gr.Dataframe(
-            headers=["target word", "source word", "weight"],
-            datatype=["str", "str", "number"],
-            label="Aligned words",
-            interactive=False,
-            scale=2,
-            elem_id="alignment-pairs",
-        )
-    return dict(layer=layer, head=head, unit=unit, plot=plot, pairs=pairs)
+        with gr.Column(scale=1):
+            links = gr.Plot(label="Alignment lines", show_label=False, format="png", elem_id="alignment-links")
+            pairs = gr.Dataframe(
+                headers=["target word", "source word", "weight"],
+                datatype=["str", "str", "number"],
+                label="Aligned words",
+                interactive=False,
+                elem_id="alignment-pairs",
+            )
+    return dict(
+        layer=layer,
+        head=head,
+        shift=shift,
+        skip_punctuation=skip_punctuation,
+        unit=unit,
+        plot=plot,
+        links=links,
+        pairs=pairs,
+    )
 
 
 def _bertviz_section() -> dict[str, gr.components.Component]:

@@ -1,11 +1,13 @@
 """vaswani_inspect: look inside the attention of the project's Transformer (hf_vaswani).
 
-Extract every attention matrix of a translation (`extract`), merge pieces into words (`to_words`), draw them
-(`head_view_html`/`model_view_html` for offline bertviz pages, `plot_heatmap`/`plot_layer_grid`/`plot_alignment`
-with matplotlib), read word alignments off the cross-attention (`align`, `best_layer`, AER), describe each head
-(`head_statistics`, `attention_rollout`), write it all to a folder (`write_report`), and compare the heads with a
-pretrained BERT's (`compare_bert`, more in `vaswani_inspect.compare`). Without a model, `load_model_and_tokenizer`
-loads the shipped checkpoint (`hf_vaswani.paths.default_model_path()`).
+Extract every attention matrix of a translation (`extract`), find its words (`text_words`: punctuation marks are
+words of their own) and merge pieces into words (`to_words`), draw them (`head_view_html`/`model_view_html` for
+offline bertviz pages, `plot_heatmap`/`plot_layer_grid`/`plot_alignment`/`plot_alignment_links` with matplotlib),
+read word alignments off the cross-attention (`align`, by default as the model's `config.alignment` says), score
+them (`alignment_error_rate`) and search the layer, heads and shift that align best (`search_alignments`),
+describe each head (`head_statistics`, `attention_rollout`), write it all to a folder (`write_report`), and compare
+the heads with a pretrained BERT's (`compare_bert`, more in `vaswani_inspect.compare`). Without a model,
+`load_model_and_tokenizer` loads the shipped checkpoint (`hf_vaswani.paths.default_model_path()`).
 
 Command line: the ``inspect``, ``align-eval`` and ``compare-bert`` subcommands of ``hf-vaswani``
 (`vaswani_inspect.commands`), also run as ``python -m vaswani_inspect``::
@@ -20,42 +22,53 @@ from .dependencies import is_extra_module, missing_extra_error
 
 try:
     from .alignment import (
+        DEFAULT_ALIGNMENT,
+        AlignmentCandidate,
         AlignmentScores,
+        AlignmentSearch,
         GoldAlignment,
         LayerSearch,
         align,
         alignment_error_rate,
         alignment_matrix,
+        alignment_settings,
         best_layer,
         read_gold,
+        search_alignments,
         source_words,
         target_words,
         to_pharaoh,
+        write_alignment_config,
     )
     from .compare import compare_bert
     from .extract import AttentionUnavailableError, extract, load_model_and_tokenizer, record_from_ids
     from .heads import HeadStats, attention_rollout, head_statistics, head_statistics_table
-    from .plots import plot_alignment, plot_heatmap, plot_layer_grid, save_figure
+    from .plots import plot_alignment, plot_alignment_links, plot_heatmap, plot_layer_grid, save_figure
     from .record import KINDS, AttentionRecord
     from .report import write_report
     from .views import head_view_html, model_view_html, save_html
-    from .words import merge_attention, to_words, word_spans, words
+    from .words import TextWords, merge_attention, text_words, to_words, word_spans, words
 except ModuleNotFoundError as error:
     if not is_extra_module(error):
         raise
     raise missing_extra_error(error, "vaswani_inspect") from error
 
 __all__ = [
+    "DEFAULT_ALIGNMENT",
     "KINDS",
+    "AlignmentCandidate",
     "AlignmentScores",
+    "AlignmentSearch",
     "AttentionRecord",
     "AttentionUnavailableError",
     "GoldAlignment",
     "HeadStats",
     "LayerSearch",
+    "TextWords",
     "align",
     "alignment_error_rate",
     "alignment_matrix",
+    "alignment_settings",
     "attention_rollout",
     "best_layer",
     "compare_bert",
@@ -67,17 +80,21 @@ __all__ = [
     "merge_attention",
     "model_view_html",
     "plot_alignment",
+    "plot_alignment_links",
     "plot_heatmap",
     "plot_layer_grid",
     "read_gold",
     "record_from_ids",
     "save_figure",
     "save_html",
+    "search_alignments",
     "source_words",
     "target_words",
+    "text_words",
     "to_pharaoh",
     "to_words",
     "word_spans",
     "words",
+    "write_alignment_config",
     "write_report",
 ]

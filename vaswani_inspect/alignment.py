@@ -1,20 +1,36 @@
-"""Word alignments read off the cross-attention, and their evaluation against gold alignments.
+"""Word alignments read off the cross-attention, their evaluation against gold alignments, and the search for the
+layer, heads and shift that align best.
 
-Word indices count the words of the sentences without special tokens: for the source `>>en<< el gato negro </s>`
-the words are 0 "el", 1 "gato", 2 "negro"; for the target `<s> the black cat </s>` they are 0 "the", 1 "black",
-2 "cat". A word is a Metaspace word (pieces from one "▁" to the next), i.e. a whitespace-separated word of the
-text, which is how gold alignments (Pharaoh `i-j`: source word i, target word j) are usually indexed.
+**Words.** Alignments index the words of each side's text, special tokens left out (`vaswani_inspect.words`): a
+word is a run of letters and digits, and every punctuation mark is a word of its own, as in gold alignment files
+and in guided-alignment training (`hf_vaswani.word_alignment`). For the source `>>en<< ▁el ▁gato ▁come ▁rat ón .
+</s>` the words are 0 "el", 1 "gato", 2 "come", 3 "ratón", 4 "."; for the target `<s> ▁¿Qué ▁es ▁eso ? </s>` they
+are 0 "¿", 1 "Qué", 2 "es", 3 "eso", 4 "?". A punctuation mark glued into another word's piece ("¿" in "▁¿Qué") is
+a word no piece stands for: it keeps its index, but has no attention and never gets a link.
+`skip_punctuation=True` leaves every punctuation word out (`align`, `alignment_error_rate`, `search_alignments`):
+the attention paid to a final "." then counts for no word, and the links of the other words are found among the
+other words.
 
-Which cross-attention row belongs to a target word (`shift`):
+**Which rows and heads** (`layer`, `heads`, `shift`): a decoder layer or the mean over layers, a list of heads
+(averaged) or all of them, and which cross-attention row belongs to a target word:
 
-* `shift=False` (default): the rows that *predict* the word's pieces. Piece p of the target is predicted at decoder
-  row p - 1 (row t reads input token t and predicts token t + 1, see `vaswani_inspect.record`).
+* `shift=False`: the rows that *predict* the word's pieces. Piece p of the target is predicted at decoder row
+  p - 1 (row t reads input token t and predicts token t + 1, see `vaswani_inspect.record`).
 * `shift=True`: the variant of Chen et al. (2020, "Accurate Word Alignment Induction from Neural Machine
-  Translation"): the rows where the word's pieces are the decoder *input*, i.e. one row later, which often align
-  better because the decoder already knows which word it has produced.
+  Translation"): the rows where the word's pieces are the decoder *input*, i.e. one row later, when the decoder
+  already knows which word it has produced. Which of the two aligns better depends on the layer and head.
 
-The word-level matrix averages the rows of a word's pieces, sums the columns of a source word's pieces, leaves out
-the special tokens' columns and renormalises each row to sum to 1.
+Left out (None), each of the three comes from the record's model (`AttentionRecord.alignment`, the model's
+`config.alignment`, written by guided-alignment training or by ``hf-vaswani align-eval --write-config``), else
+from `DEFAULT_ALIGNMENT`: the mean over all layers and heads, not shifted. `search_alignments` scores every
+layer x head x shift against gold (or silver: statistical) links and returns the best configuration.
+
+The word-level matrix averages the rows of a target word's pieces, sums the columns of a source word's pieces,
+leaves out the special tokens' columns and renormalises each row to sum to 1.
+
+Attention is not an explanation: the weights show where a head read from, not why the model chose its words, and
+most heads do not align. A head trained to follow a statistical aligner (guided alignment) is an aligner: what it
+shows is that aligner's links, learned.
 """
 
 from __future__ import annotations
@@ -23,17 +39,21 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
 from .record import AttentionRecord
-from .words import DEFAULT_SPECIAL_TOKENS, is_special, renormalize_rows, word_spans, word_text
+from .words import DEFAULT_SPECIAL_TOKENS, TextWords, is_punctuation_word, is_special, renormalize_rows, text_words
 
 Pair = tuple[int, int]
 Method = Literal["argmax", "threshold"]
+Layer = int | str
+Heads = int | str | Sequence[int]
 #: Default weight a (source word, target word) cell needs with `method="threshold"`.
 DEFAULT_THRESHOLD = 0.5
+#: How alignments are read when neither the call nor the record's model says: every layer and head, not shifted.
+DEFAULT_ALIGNMENT: dict[str, Any] = {"layer": "mean", "heads": "all", "shift": False}
 
 
 class AlignmentScores(NamedTuple):
@@ -56,59 +76,130 @@ class GoldAlignment:
         self.possible = {(int(i), int(j)) for i, j in self.possible} | self.sure
 
 
-@dataclass
-class LayerSearch:
-    """Result of `best_layer`: the decoder layer with the lowest AER and the scores of every layer."""
-
-    best_layer: int
-    best: AlignmentScores
-    scores: dict[int, AlignmentScores]
+# ----------------------------------------------------------------------------------------------------------------
+# Words and configuration
+# ----------------------------------------------------------------------------------------------------------------
 
 
-def _content_words(tokens: Sequence[str], specials: Iterable[str]) -> list[list[int]]:
-    specials = set(specials)
-    return [s for s in word_spans(tokens, specials) if not (len(s) == 1 and is_special(tokens[s[0]], specials))]
+def _words(record: AttentionRecord) -> tuple[TextWords, TextWords]:
+    specials = record.special_tokens or DEFAULT_SPECIAL_TOKENS
+    return text_words(record.source_tokens, specials), text_words(record.target_tokens, specials)
 
 
 def source_words(record: AttentionRecord) -> list[str]:
-    """The source words that alignments index (special tokens left out)."""
-    specials = record.special_tokens or DEFAULT_SPECIAL_TOKENS
-    return [word_text(record.source_tokens, s) for s in _content_words(record.source_tokens, specials)]
+    """The source words that alignments index (special tokens left out, punctuation marks words of their own)."""
+    return _words(record)[0].words
 
 
 def target_words(record: AttentionRecord) -> list[str]:
-    """The target words that alignments index (special tokens left out)."""
-    specials = record.special_tokens or DEFAULT_SPECIAL_TOKENS
-    return [word_text(record.target_tokens, s) for s in _content_words(record.target_tokens, specials)]
+    """The target words that alignments index (special tokens left out, punctuation marks words of their own)."""
+    return _words(record)[1].words
 
 
-def _head_mean(record: AttentionRecord, layer: int | str, heads: int | str | Sequence[int]) -> np.ndarray:
-    cross = record.cross
-    if layer == "mean":
-        per_layer = cross
+def alignment_settings(
+    record: AttentionRecord, layer: Layer | None = None, heads: Heads | None = None, shift: bool | None = None
+) -> dict[str, Any]:
+    """The configuration ``{"layer", "heads", "shift"}`` that `align(record, layer, heads, shift=shift)` uses: each
+    argument given, else the record's model configuration (`record.alignment`), else `DEFAULT_ALIGNMENT`. A single
+    head index becomes a one-head list."""
+    configured = record.alignment or DEFAULT_ALIGNMENT
+    chosen_heads = configured["heads"] if heads is None else heads
+    if isinstance(chosen_heads, (int, np.integer)) and not isinstance(chosen_heads, bool):
+        chosen_heads = [int(chosen_heads)]
+    elif not isinstance(chosen_heads, str):
+        chosen_heads = [int(h) for h in chosen_heads]
+    return {
+        "layer": configured["layer"] if layer is None else layer,
+        "heads": chosen_heads,
+        "shift": bool(configured["shift"] if shift is None else shift),
+    }
+
+
+def describe_alignment(settings: dict[str, Any]) -> str:
+    """A short text for a configuration: "layer 2, head 1, shifted", "mean of layers, all heads"."""
+    layer = "mean of layers" if settings["layer"] == "mean" else f"layer {settings['layer']}"
+    heads = settings["heads"]
+    if heads == "all":
+        head_text = "all heads"
     else:
-        per_layer = cross[record.layer_index("cross", layer)][None]
+        head_text = f"head{'s' if len(heads) > 1 else ''} {', '.join(str(h) for h in heads)}"
+    return f"{layer}, {head_text}{', shifted' if settings['shift'] else ''}"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The word-level matrix and the links
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _word_cross(record: AttentionRecord, shift: bool, skip_punctuation: bool) -> np.ndarray:
+    """Every layer's and head's cross-attention at word level, (layers, heads, target words, source words), not
+    renormalised: a target word's rows averaged, a source word's columns summed. Words without pieces, and
+    punctuation words with `skip_punctuation`, get zero rows and columns."""
+    specials = record.special_tokens or DEFAULT_SPECIAL_TOKENS
+    if not shift and not is_special(record.target_tokens[0], specials):
+        raise ValueError(
+            "The first target token is not the decoder start token (<s>): rows cannot be matched to the tokens they "
+            "predict. Use a token-level record, or to_words(..., special_tokens='keep')."
+        )
+    source, target = _words(record)
+    if not source.words or not target.words:
+        raise ValueError("The record has no source or no target words besides special tokens: nothing to align.")
+    source_skipped = source.punctuation() if skip_punctuation else [False] * len(source.words)
+    target_skipped = target.punctuation() if skip_punctuation else [False] * len(target.words)
+    offset = 0 if shift else -1  # shift=False: piece p is predicted by row p - 1
+    rows = np.zeros((len(target.words), len(record.target_tokens)), dtype=np.float64)
+    for j, pieces in enumerate(target.pieces):
+        if pieces and not target_skipped[j]:
+            rows[j, [p + offset for p in pieces]] = 1.0 / len(pieces)
+    columns = np.zeros((len(record.source_tokens), len(source.words)), dtype=np.float64)
+    for i, pieces in enumerate(source.pieces):
+        if pieces and not source_skipped[i]:
+            columns[pieces, i] = 1.0
+    return rows @ record.cross.astype(np.float64) @ columns
+
+
+def _head_choice(record: AttentionRecord, heads: Heads) -> list[int]:
     if isinstance(heads, str):
         if heads != "all":
             raise ValueError(f"heads must be 'all', a head index or a list of head indices, got {heads!r}.")
-        chosen = list(range(record.num_heads("cross")))
-    elif isinstance(heads, (int, np.integer)):
-        chosen = [record.head_index("cross", heads)]
-    else:
-        chosen = [record.head_index("cross", h) for h in heads]
-        if not chosen:
-            raise ValueError("heads is an empty list: choose at least one head.")
-    return per_layer[:, chosen].mean(axis=(0, 1))
+        return list(range(record.num_heads("cross")))
+    if isinstance(heads, (int, np.integer)):
+        return [record.head_index("cross", heads)]
+    chosen = [record.head_index("cross", h) for h in heads]
+    if not chosen:
+        raise ValueError("heads is an empty list: choose at least one head.")
+    return chosen
+
+
+def _select(word_cross: np.ndarray, record: AttentionRecord, layer: Layer, heads: Heads) -> np.ndarray:
+    """The mean of the chosen layer(s) and heads of `_word_cross`, rows renormalised."""
+    per_layer = word_cross if layer == "mean" else word_cross[record.layer_index("cross", layer)][None]
+    return renormalize_rows(per_layer[:, _head_choice(record, heads)].mean(axis=(0, 1)))
+
+
+def _links(matrix: np.ndarray, method: Method, threshold: float) -> np.ndarray:
+    """Boolean links of word-level matrices (..., target words, source words); all-zero rows get none."""
+    linked = matrix.sum(axis=-1, keepdims=True) > 0
+    if method == "argmax":
+        best = np.argmax(matrix, axis=-1)[..., None]
+        return (np.arange(matrix.shape[-1]) == best) & linked
+    if method == "threshold":
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError(f"threshold must be in (0, 1], got {threshold}.")
+        return (matrix >= threshold) & linked
+    raise ValueError(f"method must be 'argmax' or 'threshold', got {method!r}.")
 
 
 def alignment_matrix(
     record: AttentionRecord,
-    layer: int | str = "mean",
-    heads: int | str | Sequence[int] = "all",
+    layer: Layer | None = None,
+    heads: Heads | None = None,
     *,
-    shift: bool = False,
+    shift: bool | None = None,
+    skip_punctuation: bool = False,
 ) -> np.ndarray:
-    """Word-level cross-attention (target words x source words) used by `align`; rows sum to 1.
+    """Word-level cross-attention (target words x source words) used by `align`; rows sum to 1, except the rows
+    of words that have no piece of their own (and of punctuation words with `skip_punctuation`), which are zero.
 
     Args:
         record: a token-level record, or a word-level one that kept its special tokens.
@@ -116,58 +207,49 @@ def alignment_matrix(
         heads: `"all"`, one head index, or a list of head indices (averaged).
         shift: read each target word at the rows where it is the decoder input (Chen et al. 2020) instead of the
             rows that predict it (see the module docstring).
+        skip_punctuation: punctuation words get zero rows and columns; the other columns are renormalised.
+
+    `layer`, `heads` and `shift` left at None come from the record's model (`alignment_settings`).
     """
-    matrix = _head_mean(record, layer, heads)
-    specials = record.special_tokens or DEFAULT_SPECIAL_TOKENS
-    if not shift and not is_special(record.target_tokens[0], specials):
-        raise ValueError(
-            "The first target token is not the decoder start token (<s>): rows cannot be matched to the tokens they "
-            "predict. Use a token-level record, or to_words(..., special_tokens='keep')."
-        )
-    source_spans = _content_words(record.source_tokens, specials)
-    target_spans = _content_words(record.target_tokens, specials)
-    if not source_spans or not target_spans:
-        raise ValueError("The record has no source or no target words besides special tokens: nothing to align.")
-    offset = 0 if shift else -1
-    rows = np.stack([matrix[[p + offset for p in span]].mean(axis=0) for span in target_spans])
-    columns = np.stack([rows[:, span].sum(axis=1) for span in source_spans], axis=1)
-    return renormalize_rows(columns)
+    settings = alignment_settings(record, layer, heads, shift)
+    word_cross = _word_cross(record, settings["shift"], skip_punctuation)
+    return _select(word_cross, record, settings["layer"], settings["heads"])
 
 
 def align(
     record: AttentionRecord,
-    layer: int | str = "mean",
-    heads: int | str | Sequence[int] = "all",
+    layer: Layer | None = None,
+    heads: Heads | None = None,
     method: Method = "argmax",
     threshold: float = DEFAULT_THRESHOLD,
-    shift: bool = False,
+    shift: bool | None = None,
+    *,
+    skip_punctuation: bool = False,
 ) -> list[Pair]:
     """Word alignment pairs `(source_word_idx, target_word_idx)` read off the cross-attention, sorted.
 
     Args:
         record: one `AttentionRecord`.
         layer: decoder layer index or `"mean"` over layers. heads: `"all"`, an index or a list (averaged).
-        method: `"argmax"`: each target word is linked to its most attended source word (exactly one link per
-            target word); `"threshold"`: every cell of `alignment_matrix` with weight >= `threshold` is a link
+        method: `"argmax"`: each target word is linked to its most attended source word (one link per target word
+            that has pieces); `"threshold"`: every cell of `alignment_matrix` with weight >= `threshold` is a link
             (a target word may get zero or several links).
         threshold: used by `method="threshold"`, in (0, 1].
         shift: `False` reads the rows that predict each target word, `True` the rows one later (Chen et al. 2020).
+            Left at None, `layer`, `heads` and `shift` come from the record's model (`alignment_settings`): with
+            no argument, `align(record)` reads the alignment the model is configured for.
+        skip_punctuation: punctuation words get no link, and each other target word is linked among the other
+            source words.
     """
-    matrix = alignment_matrix(record, layer, heads, shift=shift)
-    if method == "argmax":
-        pairs = [(int(np.argmax(row)), j) for j, row in enumerate(matrix)]
-    elif method == "threshold":
-        if not 0.0 < threshold <= 1.0:
-            raise ValueError(f"threshold must be in (0, 1], got {threshold}.")
-        targets, sources = np.nonzero(matrix >= threshold)
-        pairs = [(int(i), int(j)) for j, i in zip(targets, sources)]
-    else:
-        raise ValueError(f"method must be 'argmax' or 'threshold', got {method!r}.")
-    return sorted(pairs)
+    matrix = alignment_matrix(record, layer, heads, shift=shift, skip_punctuation=skip_punctuation)
+    targets, sources = np.nonzero(_links(matrix, method, threshold))
+    return sorted((int(i), int(j)) for j, i in zip(targets, sources))
 
 
 def to_pharaoh(pairs: Iterable[Pair], one_based: bool = False) -> str:
-    """Pharaoh format: `"i-j"` links (source-target) separated by spaces, sorted; 0-based unless `one_based`."""
+    """Pharaoh format: `"i-j"` links (source-target) separated by spaces, sorted; 0-based unless `one_based`.
+
+    The indices are those of `source_words` / `target_words`: punctuation marks are words of their own."""
     shift = 1 if one_based else 0
     return " ".join(f"{i + shift}-{j + shift}" for i, j in sorted({(int(i), int(j)) for i, j in pairs}))
 
@@ -183,7 +265,9 @@ def read_gold(path: str | Path, index_base: int | None = None) -> list[GoldAlign
 
     `i-j` is a sure link, `ipj` (or `i?j`) a possible one; an empty line is a sentence without links. Lines
     starting with `#` are comments; a comment before the first link line may declare the indexing, e.g.
-    `# index-base: 1`, `# 1-indexed` or `# 0-based`.
+    `# index-base: 1`, `# 1-indexed` or `# 0-based`. Link `i-j` indexes source word i and target word j as
+    `source_words` / `target_words` count them, punctuation marks being words of their own ("ratón ." has the
+    words 0 "ratón" and 1 "."), as standard gold files (and `hf_vaswani.word_alignment`) do.
 
     Args:
         path: the file.
@@ -254,10 +338,41 @@ def _as_corpus(value: object, name: str) -> list[set[Pair]]:
     raise ValueError(f"{name} mixes pairs and lists of pairs: pass one sentence's pairs, or one set per sentence.")
 
 
+def _is_word_list(value: object) -> bool:
+    return isinstance(value, (list, tuple)) and all(isinstance(word, str) for word in value)
+
+
+def _punctuation_per_sentence(words: object, sentences: int) -> list[tuple[set[int], set[int]]]:
+    """For each sentence, (punctuation source word indices, punctuation target word indices)."""
+    if words is None:
+        raise ValueError("skip_punctuation=True needs words=: (source words, target words) for each sentence.")
+    items = list(words)  # type: ignore[call-overload]
+    if len(items) == 2 and all(_is_word_list(side) for side in items):
+        items = [items]  # the words of one sentence
+    if len(items) != sentences or not all(
+        isinstance(pair, (list, tuple)) and len(pair) == 2 and all(_is_word_list(side) for side in pair)
+        for pair in items
+    ):
+        raise ValueError(
+            f"words must give (source words, target words) for each of the {sentences} sentences, e.g. "
+            "[(source_words(record), target_words(record)) for record in records]."
+        )
+    return [
+        (
+            {i for i, word in enumerate(source) if is_punctuation_word(word)},
+            {j for j, word in enumerate(target) if is_punctuation_word(word)},
+        )
+        for source, target in items
+    ]
+
+
 def alignment_error_rate(
     predicted: Iterable[Pair] | Sequence[Iterable[Pair]],
     sure: Iterable[Pair] | Sequence[Iterable[Pair]],
     possible: Iterable[Pair] | Sequence[Iterable[Pair]] | None = None,
+    *,
+    skip_punctuation: bool = False,
+    words: Sequence[tuple[Sequence[str], Sequence[str]]] | tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> AlignmentScores:
     """AER = 1 - (|A ∩ S| + |A ∩ P|) / (|A| + |S|), precision = |A ∩ P| / |A|, recall = |A ∩ S| / |S|.
 
@@ -265,6 +380,10 @@ def alignment_error_rate(
     per sentence (counts are then summed over the corpus). P always includes S (`possible=None` means P = S).
     Precision is 0 when nothing is predicted, recall 0 when there are no sure links; with neither predicted nor
     sure links the score is undefined and a ValueError is raised.
+
+    With `skip_punctuation=True`, links that touch a punctuation word on either side are dropped from A, S and P
+    alike; `words` then gives the words of each sentence, ``(source words, target words)`` (one such pair for one
+    sentence, or one per sentence: ``[(source_words(r), target_words(r)) for r in records]``).
     """
     predicted_sets = _as_corpus(predicted, "predicted")
     sure_sets = _as_corpus(sure, "sure")
@@ -274,32 +393,265 @@ def alignment_error_rate(
             f"predicted ({len(predicted_sets)}), sure ({len(sure_sets)}) and possible ({len(possible_sets)}) "
             "must cover the same number of sentences."
         )
-    a_total = s_total = a_and_s = a_and_p = 0
+    if skip_punctuation:
+        punctuation = _punctuation_per_sentence(words, len(sure_sets))
+        predicted_sets, sure_sets, possible_sets = (
+            [_without(links, marks) for links, marks in zip(sets, punctuation)]
+            for sets in (predicted_sets, sure_sets, possible_sets)
+        )
+    counts = np.zeros(4, dtype=np.int64)  # |A|, |S|, |A & S|, |A & P|
     for a, s, p in zip(predicted_sets, sure_sets, possible_sets):
         p = p | s
-        a_total += len(a)
-        s_total += len(s)
-        a_and_s += len(a & s)
-        a_and_p += len(a & p)
+        counts += (len(a), len(s), len(a & s), len(a & p))
+    return _scores(*counts)
+
+
+def _without(links: set[Pair], skipped: tuple[set[int], set[int]]) -> set[Pair]:
+    return {(i, j) for i, j in links if i not in skipped[0] and j not in skipped[1]}
+
+
+def _scores(a_total: Any, s_total: Any, a_and_s: Any, a_and_p: Any) -> AlignmentScores:
     if a_total + s_total == 0:
         raise ValueError("AER is undefined with no predicted and no sure links.")
     aer = 1.0 - (a_and_s + a_and_p) / (a_total + s_total)
     precision = a_and_p / a_total if a_total else 0.0
     recall = a_and_s / s_total if s_total else 0.0
-    return AlignmentScores(aer, precision, recall)
+    return AlignmentScores(float(aer), float(precision), float(recall))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Searching the configuration that aligns best
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AlignmentCandidate:
+    """One configuration tried by `search_alignments`, with its corpus scores."""
+
+    layer: Layer
+    heads: list[int] | str
+    shift: bool
+    scores: AlignmentScores
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The configuration as `VaswaniConfig.alignment` / `AttentionRecord.alignment` hold it."""
+        heads = self.heads if self.heads == "all" else list(self.heads)
+        return {"layer": self.layer, "heads": heads, "shift": self.shift}
+
+
+@dataclass
+class AlignmentSearch:
+    """Result of `search_alignments`.
+
+    Attributes:
+        best: the configuration with the lowest AER, ``{"layer", "heads", "shift"}``: store it as the model's
+            `config.alignment` (``hf-vaswani align-eval --write-config``).
+        scores: its AER, precision and recall.
+        table: every configuration tried, lowest AER first (ties in the order they were tried).
+        settings: how links were read and scored (method, threshold, skip_punctuation, sentences).
+    """
+
+    best: dict[str, Any]
+    scores: AlignmentScores
+    table: list[AlignmentCandidate]
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self, top: int | None = None) -> dict[str, Any]:
+        """A JSON-ready dict: best, its scores, the settings and the first `top` rows of the table (all: None)."""
+        rows = self.table if top is None else self.table[:top]
+        return {
+            "best": self.best,
+            "scores": self.scores._asdict(),
+            "settings": self.settings,
+            "table": [{**row.config, **row.scores._asdict()} for row in rows],
+        }
+
+
+def _gold_list(gold: Any, index_base: int | None) -> list[GoldAlignment]:
+    if isinstance(gold, (str, Path)):
+        return read_gold(gold, index_base)
+    # Silver links (a set of pairs per sentence, e.g. from a statistical aligner) are all sure.
+    return [item if isinstance(item, GoldAlignment) else GoldAlignment(set(item)) for item in gold]
+
+
+def _layer_choices(record: AttentionRecord, layers: Sequence[Layer] | None) -> list[Layer]:
+    if layers is None:
+        return [*range(record.num_layers("cross")), "mean"]
+    return [layer if layer == "mean" else record.layer_index("cross", layer) for layer in layers]
+
+
+def _heads_choices(record: AttentionRecord, heads: Sequence[Heads] | None) -> list[list[int] | str]:
+    if heads is None:
+        return [*([h] for h in range(record.num_heads("cross"))), "all"]
+    return ["all" if choice == "all" else _head_choice(record, choice) for choice in heads]
+
+
+def _gold_matrices(
+    gold: GoldAlignment, shape: tuple[int, int], skipped: tuple[set[int], set[int]], number: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(sure, possible) as boolean (target words, source words) matrices, punctuation links in `skipped` left out."""
+    sure = np.zeros(shape, dtype=bool)
+    possible = np.zeros(shape, dtype=bool)
+    for links, matrix in ((gold.possible, possible), (gold.sure, sure)):
+        for i, j in links:
+            if not (0 <= i < shape[1] and 0 <= j < shape[0]):
+                raise ValueError(
+                    f"Gold sentence {number} links source word {i} to target word {j}, but the record has {shape[1]} "
+                    f"source and {shape[0]} target words: gold files must index words as `source_words` and "
+                    "`target_words` do (punctuation marks are words of their own), in the same sentence order."
+                )
+            if i not in skipped[0] and j not in skipped[1]:
+                matrix[j, i] = True
+    return sure, possible
+
+
+def search_alignments(
+    records: Sequence[AttentionRecord],
+    gold: Sequence[GoldAlignment | Iterable[Pair]] | str | Path,
+    *,
+    layers: Sequence[Layer] | None = None,
+    heads: Sequence[Heads] | None = None,
+    shifts: Sequence[bool] = (False, True),
+    method: Method = "argmax",
+    threshold: float = DEFAULT_THRESHOLD,
+    skip_punctuation: bool = False,
+    index_base: int | None = None,
+) -> AlignmentSearch:
+    """Score every (layer) x (heads) x (shift) configuration of the cross-attention against gold links and return
+    the best, with the whole table.
+
+    Args:
+        records: one record per gold sentence, in the same order, from one model (teacher-forced on the
+            reference translations the gold links index: `extract(model, tokenizer, sources, targets)`).
+        gold: `GoldAlignment`s, a gold file (read with `read_gold(gold, index_base)`), or silver links: one set of
+            (source word, target word) pairs per sentence, e.g. from `hf_vaswani.word_alignment`, all taken as sure.
+        layers: the layer choices; default every decoder layer, then `"mean"`.
+        heads: the head choices, each an index, a list of heads (averaged) or `"all"`; default each single head,
+            then `"all"`.
+        shifts: the shift choices (see the module docstring); default both.
+        method, threshold: as in `align`.
+        skip_punctuation: punctuation words get no predicted link, and gold links touching them are left out.
+    Ties go to the configuration tried first: lower layers before `"mean"`, single heads before `"all"`, no shift
+    before shift.
+    """
+    gold_list = _gold_list(gold, index_base)
+    records = list(records)
+    if not records:
+        raise ValueError("search_alignments() needs at least one record.")
+    if len(records) != len(gold_list):
+        raise ValueError(f"Got {len(records)} records but {len(gold_list)} gold sentences: they must correspond 1:1.")
+    shapes = {r.cross.shape[:2] for r in records}
+    if len(shapes) != 1:
+        raise ValueError(f"The records come from models of different (layers, heads): {sorted(shapes)}.")
+    layer_choices = _layer_choices(records[0], layers)
+    head_choices = _heads_choices(records[0], heads)
+    shift_choices = [bool(s) for s in shifts]
+    if not layer_choices or not head_choices or not shift_choices:
+        raise ValueError("layers, heads and shifts must each offer at least one choice.")
+    counts = np.zeros((len(layer_choices), len(head_choices), len(shift_choices), 4), dtype=np.int64)
+    for number, (record, sentence) in enumerate(zip(records, gold_list, strict=True), start=1):
+        counts += _sentence_counts(
+            record, sentence, number, layer_choices, head_choices, shift_choices, method, threshold, skip_punctuation
+        )
+    table = [
+        AlignmentCandidate(layer, heads_choice, shift, _scores(*counts[a, b, c]))
+        for a, layer in enumerate(layer_choices)
+        for b, heads_choice in enumerate(head_choices)
+        for c, shift in enumerate(shift_choices)
+    ]
+    table.sort(key=lambda row: row.scores.aer)  # stable: ties keep the order they were tried in
+    settings = dict(method=method, threshold=threshold, skip_punctuation=skip_punctuation, sentences=len(records))
+    return AlignmentSearch(table[0].config, table[0].scores, table, settings)
+
+
+def _sentence_counts(
+    record: AttentionRecord,
+    gold: GoldAlignment,
+    number: int,
+    layer_choices: list[Layer],
+    head_choices: list[list[int] | str],
+    shift_choices: list[bool],
+    method: Method,
+    threshold: float,
+    skip_punctuation: bool,
+) -> np.ndarray:
+    """|A|, |S|, |A & S|, |A & P| of one sentence for every configuration, (layers, heads, shifts, 4)."""
+    source, target = _words(record)
+    skipped = (
+        {i for i, mark in enumerate(source.punctuation()) if mark and skip_punctuation},
+        {j for j, mark in enumerate(target.punctuation()) if mark and skip_punctuation},
+    )
+    sure, possible = _gold_matrices(gold, (len(target.words), len(source.words)), skipped, number)
+    possible |= sure
+    counts = np.zeros((len(layer_choices), len(head_choices), len(shift_choices), 4), dtype=np.int64)
+    for c, shift in enumerate(shift_choices):
+        try:
+            word_cross = _word_cross(record, shift, skip_punctuation)
+        except ValueError as error:
+            raise ValueError(f"Sentence {number}: {error}") from None
+        matrices = np.stack(
+            [np.stack([_select(word_cross, record, layer, h) for h in head_choices]) for layer in layer_choices]
+        )
+        predicted = _links(matrices, method, threshold)  # (layers, heads, target words, source words)
+        counts[:, :, c, 0] = predicted.sum(axis=(-1, -2))
+        counts[:, :, c, 1] = sure.sum()
+        counts[:, :, c, 2] = (predicted & sure).sum(axis=(-1, -2))
+        counts[:, :, c, 3] = (predicted & possible).sum(axis=(-1, -2))
+    return counts
+
+
+def write_alignment_config(model_dir: str | Path, alignment: dict[str, Any]) -> Path:
+    """Store `alignment` (e.g. `AlignmentSearch.best`) as the ``alignment`` field of MODEL_DIR/config.json, the other
+    fields untouched, so that the model carries it (`VaswaniConfig.alignment`, `AttentionRecord.alignment`); returns
+    the file.
+
+    Raises:
+        FileNotFoundError: no config.json in `model_dir`.
+        ValueError: not a Vaswani model's config, or a layer or head the model does not have.
+    """
+    import json
+
+    from hf_vaswani.configuration_vaswani import VaswaniConfig
+
+    path = Path(model_dir) / "config.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"No model config at {path}.")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not valid JSON: {error}.") from None
+    if not isinstance(data, dict) or data.get("model_type") != VaswaniConfig.model_type:
+        found = data.get("model_type") if isinstance(data, dict) else None
+        raise ValueError(f"{path} is the config of a {found!r} model, not a {VaswaniConfig.model_type!r} one.")
+    VaswaniConfig.from_dict({**data, "alignment": alignment})  # checks the layer and heads against the model
+    data["alignment"] = alignment
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+@dataclass
+class LayerSearch:
+    """Result of `best_layer`: the decoder layer with the lowest AER and the scores of every layer."""
+
+    best_layer: int
+    best: AlignmentScores
+    scores: dict[int, AlignmentScores]
 
 
 def best_layer(
     records: Sequence[AttentionRecord],
     gold: Sequence[GoldAlignment] | str | Path,
     *,
-    heads: int | str | Sequence[int] = "all",
+    heads: Heads = "all",
     method: Method = "argmax",
     threshold: float = DEFAULT_THRESHOLD,
     shift: bool = False,
     index_base: int | None = None,
 ) -> LayerSearch:
-    """The decoder layer whose cross-attention alignments have the lowest corpus AER on `gold`.
+    """The decoder layer whose cross-attention alignments have the lowest corpus AER on `gold`, with `heads` and
+    `shift` fixed: `search_alignments` over the single layers only. `search_alignments` also searches the heads and
+    the shift, and usually finds a better configuration.
 
     Args:
         records: one record per gold sentence, in the same order.
@@ -307,35 +659,44 @@ def best_layer(
         heads, method, threshold, shift: as in `align`.
     Ties go to the lower layer.
     """
-    if isinstance(gold, (str, Path)):
-        gold = read_gold(gold, index_base)
     records = list(records)
     if not records:
         raise ValueError("best_layer() needs at least one record.")
-    if len(records) != len(gold):
-        raise ValueError(f"Got {len(records)} records but {len(gold)} gold sentences: they must correspond 1:1.")
     layers = {r.num_layers("cross") for r in records}
     if len(layers) != 1:
         raise ValueError(f"The records come from models with different decoder depths: {sorted(layers)}.")
-    scores = {}
-    for layer in range(layers.pop()):
-        predicted = [align(r, layer, heads, method, threshold, shift) for r in records]
-        scores[layer] = alignment_error_rate(predicted, [g.sure for g in gold], [g.possible for g in gold])
-    chosen = min(scores, key=lambda layer: (scores[layer].aer, layer))
-    return LayerSearch(chosen, scores[chosen], scores)
+    search = search_alignments(
+        records,
+        gold,
+        layers=range(layers.pop()),
+        heads=[heads],
+        shifts=[shift],
+        method=method,
+        threshold=threshold,
+        index_base=index_base,
+    )
+    scores = dict(sorted((row.layer, row.scores) for row in search.table))
+    return LayerSearch(search.best["layer"], search.scores, scores)
 
 
 __all__ = [
+    "DEFAULT_ALIGNMENT",
     "DEFAULT_THRESHOLD",
+    "AlignmentCandidate",
     "AlignmentScores",
+    "AlignmentSearch",
     "GoldAlignment",
     "LayerSearch",
     "align",
     "alignment_error_rate",
     "alignment_matrix",
+    "alignment_settings",
     "best_layer",
+    "describe_alignment",
     "read_gold",
+    "search_alignments",
     "source_words",
     "target_words",
     "to_pharaoh",
+    "write_alignment_config",
 ]

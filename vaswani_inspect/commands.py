@@ -1,11 +1,13 @@
 """The ``hf-vaswani`` subcommands of vaswani_inspect (registered through the ``hf_vaswani.commands`` entry point):
 
     hf-vaswani inspect "el gato negro" --direction es-en --out report/ [--model PATH] [--num-beams N]
-    hf-vaswani align-eval --gold gold.txt --source-file es.txt --target-file en.txt [--model PATH]
+    hf-vaswani align-eval --gold gold.txt --source-file es.txt --target-file en.txt [--model PATH] [--write-config DIR]
     hf-vaswani compare-bert --bert bert-base-uncased --sentences FILE --out report/ [--model PATH] [--decoder]
 
-``inspect`` writes the attention report of a translation, ``align-eval`` picks the decoder layer whose
-cross-attention best matches gold word alignments, ``compare-bert`` compares our heads with a pretrained BERT's.
+``inspect`` writes the attention report of a translation (its alignment read as the model's ``config.alignment``
+says, unless told otherwise), ``align-eval`` searches the decoder layer, heads and shift whose cross-attention best
+matches gold word alignments and can store the best in a model's config.json, ``compare-bert`` compares our heads
+with a pretrained BERT's.
 ``--model`` takes a model folder or a Hub id, as ``hf-vaswani translate --model`` does; without it, the shipped
 checkpoint (`hf_vaswani.paths.default_model_path()`). A model that returns no attention weights
 (`AttentionUnavailableError`) is reported like bad input: one line, exit code 2. ``python -m vaswani_inspect``
@@ -54,19 +56,38 @@ def _add_inspect(subparsers: Any) -> argparse.ArgumentParser:
         help="truncate (with a warning) instead of failing on text longer than the model's max_position_embeddings",
     )
     inspect.add_argument("--format", choices=("png", "svg"), default="png", help="image format (default: png)")
-    inspect.add_argument("--alignment-layer", default="mean", help="decoder layer for the alignment, or 'mean'")
-    inspect.add_argument("--shift", action="store_true", help="shifted alignment rows (Chen et al. 2020)")
+    inspect.add_argument(
+        "--alignment-layer", help="decoder layer for the alignment, or 'mean' (default: the model's config.alignment)"
+    )
+    inspect.add_argument(
+        "--alignment-heads", help="'all' or comma-separated heads, averaged (default: the model's config.alignment)"
+    )
+    inspect.add_argument(
+        "--shift",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="read each target word where it is the decoder input (Chen et al. 2020), or not (--no-shift); "
+        "default: the model's config.alignment",
+    )
+    inspect.add_argument("--skip-punctuation", action="store_true", help="punctuation words get no alignment link")
     return inspect
 
 
 def _add_align_eval(subparsers: Any) -> argparse.ArgumentParser:
     evaluate = subparsers.add_parser(
         "align-eval",
-        help="pick the decoder layer whose cross-attention alignments have the lowest AER on a gold file",
-        description="Teacher-force each reference translation and score every decoder layer's alignments.",
+        help="search the decoder layer, heads and shift whose cross-attention alignments have the lowest AER",
+        description=(
+            "Teacher-force each reference translation, score every decoder layer (and their mean) x every head (and "
+            "all heads) x shift against gold (or silver) word alignments, print the best configurations and "
+            "optionally store the best one in a model folder's config.json (its `alignment` field)."
+        ),
     )
     evaluate.add_argument(
-        "--gold", required=True, type=Path, help="gold alignments: one line per pair, 'i-j' sure, 'ipj' possible"
+        "--gold",
+        required=True,
+        type=Path,
+        help="gold alignments: one line per pair, 'i-j' sure, 'ipj' possible; punctuation marks are words",
     )
     evaluate.add_argument("--source-file", required=True, type=Path, help="source sentences, one per line")
     evaluate.add_argument("--target-file", required=True, type=Path, help="reference translations, one per line")
@@ -78,12 +99,20 @@ def _add_align_eval(subparsers: Any) -> argparse.ArgumentParser:
         choices=(0, 1),
         help="gold indices are 0- or 1-based (default: what the file declares, else 0)",
     )
-    evaluate.add_argument("--heads", default="all", help="'all' or comma-separated head indices (averaged)")
     evaluate.add_argument("--method", choices=("argmax", "threshold"), default="argmax")
     evaluate.add_argument("--threshold", type=float, default=0.5)
-    evaluate.add_argument("--shift", action="store_true", help="shifted alignment rows (Chen et al. 2020)")
+    evaluate.add_argument(
+        "--skip-punctuation", action="store_true", help="leave links touching punctuation words out of the scores"
+    )
+    evaluate.add_argument("--top", type=int, default=10, help="configurations to print, best first (default: 10)")
     evaluate.add_argument("--batch-size", type=int, default=16)
-    evaluate.add_argument("--json", type=Path, help="also write the scores as JSON here")
+    evaluate.add_argument("--json", type=Path, help="also write the best configuration and the whole table here")
+    evaluate.add_argument(
+        "--write-config",
+        type=Path,
+        metavar="MODEL_DIR",
+        help="store the best configuration as `alignment` in MODEL_DIR/config.json (the model then aligns with it)",
+    )
     return evaluate
 
 
@@ -159,7 +188,8 @@ def run_inspect(args: argparse.Namespace) -> int:
         raise ValueError("--target goes with exactly one source sentence.")
     if args.num_beams < 1:
         raise ValueError("--num-beams must be >= 1.")
-    layer = _layer(args.alignment_layer)
+    layer = None if args.alignment_layer is None else _layer(args.alignment_layer)
+    heads = None if args.alignment_heads is None else _heads(args.alignment_heads, "--alignment-heads")
     require(*_INSPECT_NEEDS, needed_by="hf-vaswani inspect")
     model, tokenizer = _load(args)
     generate_kwargs: dict[str, Any] = {"num_beams": args.num_beams}
@@ -177,7 +207,15 @@ def run_inspect(args: argparse.Namespace) -> int:
     )
     for i, record in enumerate(records):
         out = args.out if len(records) == 1 else args.out / f"{i:02d}"
-        written = write_report(record, out, image_format=args.format, alignment_layer=layer, shift=args.shift)
+        written = write_report(
+            record,
+            out,
+            image_format=args.format,
+            alignment_layer=layer,
+            alignment_heads=heads,
+            shift=args.shift,
+            skip_punctuation=args.skip_punctuation,
+        )
         print(f"{record.source_text} -> {record.target_text}")
         print(f"  alignment: {(out / 'alignment.pharaoh').read_text(encoding='utf-8').strip() or '(none)'}")
         print(f"  report: {written['index']} ({len(written)} files)")
@@ -185,12 +223,16 @@ def run_inspect(args: argparse.Namespace) -> int:
 
 
 def run_align_eval(args: argparse.Namespace) -> int:
-    """The ``align-eval`` subcommand: prints every decoder layer's AER, precision and recall; returns 0."""
+    """The ``align-eval`` subcommand: prints the best configurations' AER, precision and recall; returns 0."""
     import json
 
-    from .alignment import best_layer, read_gold
+    from .alignment import read_gold, search_alignments, write_alignment_config
     from .extract import extract
 
+    if args.top < 1:
+        raise ValueError("--top must be >= 1.")
+    if args.write_config is not None and not (args.write_config / "config.json").is_file():
+        raise FileNotFoundError(f"--write-config: no model config at {args.write_config / 'config.json'}.")
     gold = read_gold(args.gold, args.index_base)
     sources = _lines(args.source_file)
     targets = _lines(args.target_file)
@@ -199,22 +241,28 @@ def run_align_eval(args: argparse.Namespace) -> int:
             f"{args.source_file} has {len(sources)} lines, {args.target_file} {len(targets)}, and {args.gold} "
             f"{len(gold)} sentences: they must match line by line."
         )
-    heads: Any = "all" if args.heads == "all" else [int(h) for h in args.heads.split(",") if h.strip()]
     model, tokenizer = _load(args)
     records = extract(model, tokenizer, sources, targets, direction=args.direction, batch_size=args.batch_size)
-    search = best_layer(records, gold, heads=heads, method=args.method, threshold=args.threshold, shift=args.shift)
-    print("layer    AER  precision  recall")
-    for layer, scores in search.scores.items():
-        marker = "  <- best" if layer == search.best_layer else ""
-        print(f"{layer:5d}  {scores.aer:.3f}      {scores.precision:.3f}   {scores.recall:.3f}{marker}")
+    search = search_alignments(
+        records, gold, method=args.method, threshold=args.threshold, skip_punctuation=args.skip_punctuation
+    )
+    shown = search.table[: args.top]
+    print(f"{len(search.table)} configurations on {len(records)} sentences; the best {len(shown)}:")
+    print("layer  heads  shift    AER  precision  recall")
+    for rank, row in enumerate(shown):
+        heads = row.heads if row.heads == "all" else ",".join(str(h) for h in row.heads)
+        marker = "  <- best" if rank == 0 else ""
+        print(
+            f"{row.layer!s:>5}  {heads:>5}  {row.shift!s:>5}  {row.scores.aer:.3f}      {row.scores.precision:.3f}   "
+            f"{row.scores.recall:.3f}{marker}"
+        )
+    print(f"best: {json.dumps(search.best)} (AER {search.scores.aer:.3f})")
     if args.json is not None:
-        payload = {
-            "best_layer": search.best_layer,
-            "scores": {str(k): v._asdict() for k, v in search.scores.items()},
-            "settings": {"heads": heads, "method": args.method, "threshold": args.threshold, "shift": args.shift},
-        }
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+        args.json.write_text(json.dumps(search.to_dict(), indent=2), encoding="utf-8")
+    if args.write_config is not None:
+        path = write_alignment_config(args.write_config, search.best)
+        print(f"wrote alignment {json.dumps(search.best)} into {path}")
     return 0
 
 
@@ -257,6 +305,18 @@ def run_compare_bert(args: argparse.Namespace) -> int:
 
 def _lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines()
+
+
+def _heads(value: str, option: str) -> str | list[int]:
+    if value == "all":
+        return value
+    try:
+        heads = [int(h) for h in value.split(",") if h.strip()]
+    except ValueError:
+        heads = []
+    if not heads:
+        raise ValueError(f"{option} must be 'all' or comma-separated head indices, got {value!r}.")
+    return heads
 
 
 def _layer(value: str) -> int | str:

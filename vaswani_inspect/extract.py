@@ -21,7 +21,7 @@ import torch
 
 from hf_vaswani.paths import default_model_path, looks_like_local_path
 
-from .record import AttentionRecord
+from .record import AttentionRecord, check_alignment
 from .words import LANGUAGE_TOKEN
 
 #: When `generate_kwargs` sets neither `max_new_tokens` nor `max_length`, translations may be this many tokens
@@ -70,7 +70,8 @@ def extract(
     Returns:
         One `AttentionRecord` for a string source, a list for a list of sources. `record.target_tokens` are the
         decoder inputs `<s> y_1 ... y_n` (usually `y_n = </s>`); decoder/cross row t is read at input token t and
-        predicts token t + 1 (see the module docstring).
+        predicts token t + 1 (see the module docstring). `record.alignment` is the model's `config.alignment`
+        (how `vaswani_inspect.align` reads its alignments by default).
 
     Raises:
         ValueError: empty or whitespace-only text, too-long text (without `truncation`), a source/target count
@@ -442,6 +443,7 @@ def _records_from_ids(
     # One device->host copy per kind: (layers, batch, heads, queries, keys).
     arrays = [torch.stack(layers).float().cpu().numpy() for layers in (encoder, decoder, cross)]
     specials = _special_tokens(tokenizer)
+    alignment = check_alignment(getattr(config, "alignment", None))  # how this model's alignments are read
     records = []
     for b, (src, tgt) in enumerate(zip(sources, decoder_inputs)):
         s, t = len(src), len(tgt)
@@ -461,6 +463,7 @@ def _records_from_ids(
                 decoder=dec,
                 cross=crs,
                 special_tokens=specials,
+                alignment=alignment,
             )
         )
     return records

@@ -2,8 +2,8 @@
 
 Rows are queries and columns keys. For decoder and cross-attention the rows are labelled with the decoder input
 token: the row of token t is the attention used to predict token t + 1 (`vaswani_inspect.record`).
-`plot_alignment` instead labels rows with the target word they produce, the "el gato negro -> the black cat"
-picture.
+`plot_alignment` instead labels rows with the target word they produce, and `plot_alignment_links` draws the
+"el gato negro -> the black cat" picture: the two sentences in two rows, a line for each aligned pair.
 """
 
 from __future__ import annotations
@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .alignment import align, alignment_matrix, source_words, target_words
+from .alignment import (
+    DEFAULT_THRESHOLD,
+    Method,
+    align,
+    alignment_matrix,
+    alignment_settings,
+    describe_alignment,
+    source_words,
+    target_words,
+)
 from .record import AttentionRecord, check_kind
 from .words import SpecialTokens, to_words
 
@@ -147,31 +156,103 @@ def plot_layer_grid(
 
 def plot_alignment(
     record: AttentionRecord,
-    layer: int | str = "mean",
-    heads: int | str | Sequence[int] = "all",
+    layer: int | str | None = None,
+    heads: int | str | Sequence[int] | None = None,
     *,
-    shift: bool = False,
+    shift: bool | None = None,
+    skip_punctuation: bool = False,
     show_links: bool = True,
 ) -> Figure:
     """Word-level cross-attention with each row labelled by the target word it produces, alignment links boxed.
 
-    This is the "el gato negro -> the black cat" picture: `alignment_matrix` (special tokens left out, rows
-    renormalised) and the `align(..., method="argmax")` links.
+    The matrix is `alignment_matrix` (special tokens left out, rows renormalised) and the boxes the
+    `align(..., method="argmax")` links, with the same arguments; `layer`, `heads` and `shift` left at None come
+    from the record's model (`vaswani_inspect.alignment_settings`).
     """
-    matrix = alignment_matrix(record, layer, heads, shift=shift)
+    settings = alignment_settings(record, layer, heads, shift)
+    chosen = (settings["layer"], settings["heads"])
+    matrix = alignment_matrix(record, *chosen, shift=settings["shift"], skip_punctuation=skip_punctuation)
     rows, columns = [_label(w) for w in target_words(record)], [_label(w) for w in source_words(record)]
     figure = new_figure(max(4.0, 0.6 * len(columns) + 2.5), max(3.0, 0.45 * len(rows) + 2.0))
     ax = figure.add_subplot()
     image = _draw(ax, matrix, rows, columns, annotate=max(matrix.shape) <= ANNOTATE_MAX)
     if show_links:
-        for i, j in align(record, layer, heads, "argmax", shift=shift):
+        for i, j in align(record, *chosen, "argmax", shift=settings["shift"], skip_punctuation=skip_punctuation):
             ax.add_patch(_box(i, j))
     figure.colorbar(image, ax=ax, shrink=0.8)
-    layer_text = "mean of layers" if layer == "mean" else f"layer {record.layer_index('cross', layer)}"
-    ax.set_title(f"cross-attention alignment, {layer_text}{', shifted' if shift else ''}", fontsize=10)
+    ax.set_title(f"cross-attention alignment, {describe_alignment(settings)}", fontsize=10)
     ax.set_xlabel("source words", fontsize=9)
     ax.set_ylabel("target words", fontsize=9)
     return figure
+
+
+#: Horizontal room between two words of `plot_alignment_links`, in characters.
+_WORD_GAP = 2.0
+
+
+def plot_alignment_links(
+    record: AttentionRecord,
+    layer: int | str | None = None,
+    heads: int | str | Sequence[int] | None = None,
+    *,
+    shift: bool | None = None,
+    skip_punctuation: bool = False,
+    method: Method = "argmax",
+    threshold: float = DEFAULT_THRESHOLD,
+) -> Figure:
+    """The course's picture of an alignment: the source words in a row above the target words, and a line for
+    each aligned pair (`align` with the same arguments), darker and thicker for a larger attention weight.
+
+    Words that get no link (a punctuation mark glued into another word's piece, or skipped punctuation) are grey.
+    `layer`, `heads` and `shift` left at None come from the record's model (`vaswani_inspect.alignment_settings`).
+    """
+    settings = alignment_settings(record, layer, heads, shift)
+    chosen = (settings["layer"], settings["heads"])
+    matrix = alignment_matrix(record, *chosen, shift=settings["shift"], skip_punctuation=skip_punctuation)
+    pairs = align(record, *chosen, method, threshold, settings["shift"], skip_punctuation=skip_punctuation)
+    sources, targets = source_words(record), target_words(record)
+    width = max(_row_width(sources), _row_width(targets))
+    source_x, target_x = _row_positions(sources, width), _row_positions(targets, width)
+    figure = new_figure(min(24.0, max(4.0, 0.13 * width + 1.5)), 2.6)
+    ax = figure.add_subplot()
+    for i, j in pairs:
+        weight = float(matrix[j, i])
+        ax.plot(
+            [source_x[i], target_x[j]],
+            [0.78, 0.22],
+            color="tab:blue",
+            linewidth=0.8 + 2.5 * weight,
+            alpha=0.3 + 0.7 * weight,
+            solid_capstyle="round",
+        )
+    linked_sources, linked_targets = {i for i, _ in pairs}, {j for _, j in pairs}
+    for words, xs, y, linked, side in (
+        (sources, source_x, 0.85, linked_sources, "bottom"),
+        (targets, target_x, 0.15, linked_targets, "top"),
+    ):
+        for k, (word, x) in enumerate(zip(words, xs)):
+            color = "black" if k in linked else "0.6"
+            ax.text(x, y, _label(word), ha="center", va=side, fontsize=11, color=color)
+    ax.set_xlim(-1.0, width + 1.0)
+    ax.set_ylim(0.0, 1.0)
+    ax.set_axis_off()
+    ax.set_title(f"aligned words, {describe_alignment(settings)}", fontsize=10)
+    return figure
+
+
+def _row_width(words: Sequence[str]) -> float:
+    return sum(max(len(word), 1) + _WORD_GAP for word in words)
+
+
+def _row_positions(words: Sequence[str], width: float) -> list[float]:
+    """The centre of each word of a row, the row centred in `width` (in characters)."""
+    x = (width - _row_width(words)) / 2.0
+    centres = []
+    for word in words:
+        size = max(len(word), 1) + _WORD_GAP
+        centres.append(x + size / 2.0)
+        x += size
+    return centres
 
 
 def _box(i: int, j: int):  # noqa: ANN202
@@ -191,4 +272,12 @@ def save_figure(figure: Figure, path: str | Path, dpi: int = 150) -> Path:
     return path
 
 
-__all__ = ["ANNOTATE_MAX", "new_figure", "plot_alignment", "plot_heatmap", "plot_layer_grid", "save_figure"]
+__all__ = [
+    "ANNOTATE_MAX",
+    "new_figure",
+    "plot_alignment",
+    "plot_alignment_links",
+    "plot_heatmap",
+    "plot_layer_grid",
+    "save_figure",
+]

@@ -49,6 +49,9 @@ class AttentionRecord:
             functions keep as their own "words" or drop. `<unk>` is not one of them: it stands for real text.
         level: `"token"` (subword pieces) or `"word"` (after `vaswani_inspect.to_words`).
         metadata: anything else (word merge settings, truncation notes, ...); must be JSON-serialisable.
+        alignment: the model's alignment configuration (`VaswaniConfig.alignment`: ``{"layer": 2, "heads": [1],
+            "shift": False}``), which `vaswani_inspect.align` uses by default; `None` when the model has none (then
+            the mean of all layers and heads). Records saved without it load with `None`.
     """
 
     source_tokens: list[str]
@@ -66,6 +69,7 @@ class AttentionRecord:
     special_tokens: list[str] = field(default_factory=list)
     level: str = "token"
     metadata: dict[str, Any] = field(default_factory=dict)
+    alignment: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.source_tokens = [str(t) for t in self.source_tokens]
@@ -75,6 +79,7 @@ class AttentionRecord:
         self.encoder = np.asarray(self.encoder, dtype=np.float32)
         self.decoder = np.asarray(self.decoder, dtype=np.float32)
         self.cross = np.asarray(self.cross, dtype=np.float32)
+        self.alignment = check_alignment(self.alignment)
         self._validate()
 
     # ------------------------------------------------------------------------------------------------------------
@@ -254,6 +259,7 @@ _META_FIELDS = (
     "special_tokens",
     "level",
     "metadata",
+    "alignment",
 )
 
 
@@ -262,6 +268,31 @@ def check_kind(kind: str) -> str:
     if kind not in KINDS:
         raise ValueError(f"Unknown attention kind {kind!r}: choose one of {', '.join(KINDS)}.")
     return kind
+
+
+def check_alignment(alignment: Any) -> dict[str, Any] | None:
+    """A JSON-ready copy of an alignment configuration (`AttentionRecord.alignment`), None for None, or a
+    ValueError when it is not one. Layer and head indices are checked against the attention when it is used."""
+    if alignment is None:
+        return None
+    if isinstance(alignment, dict) and set(alignment) == {"layer", "heads", "shift"}:
+        layer, heads, shift = alignment["layer"], alignment["heads"], alignment["shift"]
+        layer_ok = layer == "mean" or (isinstance(layer, (int, np.integer)) and not isinstance(layer, bool))
+        heads_ok = heads == "all" or (
+            isinstance(heads, (list, tuple))
+            and bool(heads)
+            and all(isinstance(h, (int, np.integer)) and not isinstance(h, bool) for h in heads)
+        )
+        if layer_ok and heads_ok and isinstance(shift, (bool, np.bool_)):
+            return {
+                "layer": layer if layer == "mean" else int(layer),
+                "heads": heads if heads == "all" else [int(h) for h in heads],
+                "shift": bool(shift),
+            }
+    raise ValueError(
+        "AttentionRecord.alignment must be None or {'layer': int or 'mean', 'heads': a list of ints or 'all', "
+        f"'shift': bool}}, got {alignment!r}."
+    )
 
 
 def _as_int(value: Any, name: str) -> int:
@@ -296,4 +327,4 @@ def rounding_tolerance(decimals: int | None) -> float:
     return 0.0 if decimals is None else 0.5 * 10.0**-decimals + 2.0 * float(np.finfo(np.float32).eps)
 
 
-__all__ = ["AttentionRecord", "KINDS", "JSON_DECIMALS", "check_kind", "rounding_tolerance"]
+__all__ = ["AttentionRecord", "KINDS", "JSON_DECIMALS", "check_alignment", "check_kind", "rounding_tolerance"]

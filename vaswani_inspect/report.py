@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from .alignment import align, source_words, target_words, to_pharaoh
+from .alignment import align, alignment_settings, describe_alignment, source_words, target_words, to_pharaoh
 from .heads import attention_rollout, head_statistics, head_statistics_table
-from .plots import plot_alignment, plot_heatmap, plot_layer_grid, save_figure
+from .plots import plot_alignment, plot_alignment_links, plot_heatmap, plot_layer_grid, save_figure
 from .record import KINDS, AttentionRecord
 from .views import head_view_html, model_view_html, save_html
 
@@ -19,8 +20,10 @@ def write_report(
     out_dir: str | Path,
     *,
     image_format: str = "png",
-    alignment_layer: int | str = "mean",
-    shift: bool = False,
+    alignment_layer: int | str | None = None,
+    alignment_heads: int | str | Sequence[int] | None = None,
+    shift: bool | None = None,
+    skip_punctuation: bool = False,
     dpi: int = 110,
 ) -> dict[str, Path]:
     """Write the inspection report of one record into `out_dir` and return {name: path}.
@@ -30,9 +33,11 @@ def write_report(
         `heatmap_{kind}_layer{L}.{fmt}`: each layer's matrix averaged over heads, for the three kinds;
         `heads_{kind}_layer{L}.{fmt}`: every head of each layer (cross-attention only, the alignment heads);
         `heatmap_cross_words.{fmt}`: word-level cross-attention (mean of layers and heads);
-        `alignment.{fmt}`, `alignment.pharaoh`, `alignment.txt`: argmax word alignment at `alignment_layer`
-            (`shift` as in `align`), in Pharaoh `i-j` form and as word pairs (empty, without the picture, when
-            the translation is empty);
+        `alignment.{fmt}`, `alignment_links.{fmt}`, `alignment.pharaoh`, `alignment.txt`: the argmax word
+            alignment (`align(record, alignment_layer, alignment_heads, shift=shift,
+            skip_punctuation=skip_punctuation)`; left at None, layer, heads and shift are the record's model
+            configuration) as a heatmap with the links boxed, as lines between the two sentences, in Pharaoh `i-j`
+            form and as word pairs (empty, without the pictures, when the translation is empty);
         `rollout_encoder.{fmt}`: encoder attention rollout;
         `head_stats.csv`, `head_stats.md`: per-head statistics and tags;
         `record.json`: the record (`AttentionRecord.load` reads it back);
@@ -43,8 +48,11 @@ def write_report(
         raise TypeError(f"write_report() takes one AttentionRecord, got {type(record).__name__}.")
     if image_format not in ("png", "svg"):
         raise ValueError(f"image_format must be 'png' or 'svg', got {image_format!r}.")
-    if alignment_layer != "mean":
-        record.layer_index("cross", alignment_layer)  # a bad layer fails before anything is written
+    settings = alignment_settings(record, alignment_layer, alignment_heads, shift)
+    if settings["layer"] != "mean":  # a bad layer or head fails before anything is written
+        record.layer_index("cross", settings["layer"])
+    for head in [] if settings["heads"] == "all" else settings["heads"]:
+        record.head_index("cross", head)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
@@ -63,14 +71,16 @@ def write_report(
     figure("heatmap_cross_words", plot_heatmap(record, "cross", "mean", "mean", words=True))
     src, tgt = source_words(record), target_words(record)
     if src and tgt:
-        figure("alignment", plot_alignment(record, alignment_layer, shift=shift))
+        figure("alignment", plot_alignment(record, **settings, skip_punctuation=skip_punctuation))
+        figure("alignment_links", plot_alignment_links(record, **settings, skip_punctuation=skip_punctuation))
 
     rollout = replace(record, encoder=attention_rollout(record)[None, None])
     figure("rollout_encoder", plot_heatmap(rollout, "encoder", 0, 0))
 
-    pairs = align(record, alignment_layer, shift=shift) if src and tgt else []
+    pairs = align(record, **settings, skip_punctuation=skip_punctuation) if src and tgt else []
     written["pharaoh"] = _write(out / "alignment.pharaoh", to_pharaoh(pairs) + "\n")
-    lines = [f"# layer={alignment_layer} heads=all method=argmax shift={shift}; source_word_idx-target_word_idx"]
+    skipping = ", punctuation skipped" if skip_punctuation else ""
+    lines = [f"# {describe_alignment(settings)}{skipping}, argmax; source_word_idx-target_word_idx"]
     if not (src and tgt):
         lines.append("# no alignment: the source or the translation has no words besides special tokens")
     lines += [f"{i}-{j}\t{src[i]}\t{tgt[j]}" for i, j in pairs]

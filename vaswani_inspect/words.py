@@ -1,11 +1,21 @@
-"""Word-level attention (Clark et al. 2019, "What Does BERT Look At?", sec. 4.1).
+"""Words of a record, and word-level attention (Clark et al. 2019, "What Does BERT Look At?", sec. 4.1).
 
-The tokenizer splits words into Metaspace pieces: a piece that starts with "▁" begins a new word, the others
-continue the previous one (`["▁", "g", "ato"]` is the word "gato", `["▁gat", "o", "."]` the word "gato.").
-Special tokens (language token, `<s>`, `</s>`, `<pad>`) are always words of their own; `to_words` keeps them or
-drops them (`special_tokens="keep" | "drop"`).
+**Words.** The words of a side are the words of the text its pieces spell: the pieces are joined, "▁" read as a
+space and special tokens left out, and the text is split by `hf_vaswani.word_alignment.word_spans`: a word is a run
+of letters and digits (with inner apostrophes), and every punctuation mark is a word of its own. The pieces
+`["▁¿Qué", "▁es", "▁eso", "?"]` spell " ¿Qué es eso?", whose words are ¿ Qué es eso ?; the pieces `["▁rat", "ón",
+"."]` spell the words ratón and ".". These are the words that gold alignment files and guided-alignment training
+index, so word indices agree everywhere (`text_words`).
 
-Merging a (queries, keys) attention matrix into words:
+Each piece belongs to one word (`hf_vaswani.word_alignment.token_words`): a piece that holds a word and a glued
+punctuation mark ("▁¿Qué", "▁eso.") belongs to the word, so that punctuation mark is a word no piece stands for:
+it is in the word list, but it has no attention row or column of its own. A piece that is only "▁" joins the next
+word. An unknown piece (`<unk>`, text the tokenizer does not know) is one character: a letter inside a word
+("c<unk>t"), else a symbol, i.e. a word of its own ("roja<unk>" is "roja" and "<unk>"), which is what an emoji or a
+rare punctuation mark is. Special tokens (language token, `<s>`, `</s>`, `<pad>`) are no word; `to_words` keeps
+them as units of their own or drops them (`special_tokens="keep" | "drop"`).
+
+Merging a (queries, keys) attention matrix into words (`to_words`, over the words that have pieces):
 
 * attention *to* a word (the key axis) is the **sum** over its pieces by default (`attention_to`): the weights
   stay a distribution, so every row still sums to 1;
@@ -22,10 +32,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
+
+from hf_vaswani import word_alignment
+from hf_vaswani.word_alignment import token_words
+from hf_vaswani.word_alignment import word_spans as text_word_spans
 
 from .record import AttentionRecord
 
@@ -33,6 +47,9 @@ WORD_BOUNDARY = "▁"  # Metaspace's replacement for a space: the first piece of
 LANGUAGE_TOKEN = re.compile(r"^>>[A-Za-z0-9_\-]+<<$")
 #: Tokens treated as special when a record lists none (the tokenizer's special tokens, `<unk>` excluded).
 DEFAULT_SPECIAL_TOKENS = ("<pad>", "<s>", "</s>", ">>en<<", ">>es<<")
+#: The piece that stands for text the tokenizer does not know (see the module docstring for the words it makes).
+UNKNOWN_TOKEN = "<unk>"
+_UNKNOWN_LETTER, _UNKNOWN_SYMBOL = "x", "\ufffd"  # what an unknown piece is while words are found
 
 AttentionTo = Literal["sum", "mean", "max"]
 AttentionFrom = Literal["mean", "sum", "max", "first"]
@@ -44,38 +61,122 @@ def is_special(token: str, special_tokens: Iterable[str] = DEFAULT_SPECIAL_TOKEN
     return token in set(special_tokens) or bool(LANGUAGE_TOKEN.match(token))
 
 
-def word_spans(tokens: Sequence[str], special_tokens: Iterable[str] = DEFAULT_SPECIAL_TOKENS) -> list[list[int]]:
-    """Group piece positions into words: a special token or a piece starting with "▁" starts a new word.
+def is_punctuation_word(word: str) -> bool:
+    """Whether a word of `text_words` is a punctuation mark or another symbol
+    (`hf_vaswani.word_alignment.is_punctuation_word`), an unknown piece standing alone included."""
+    return word_alignment.is_punctuation_word(word) or word == UNKNOWN_TOKEN
 
-    A piece that does not start with "▁" joins the previous word, unless that word is a special token (then it
-    starts a word of its own: a sentence whose first piece lacks the boundary marker is still a word).
+
+@dataclass(frozen=True)
+class TextWords:
+    """The words of one side of a record (special tokens left out) and the pieces that stand for each.
+
+    Attributes:
+        words: the words, as `hf_vaswani.word_alignment.words` splits the text the pieces spell; alignments and
+            gold files index this list.
+        pieces: for each word, the positions of its pieces in the token list; empty for a punctuation mark glued
+            into a piece of another word (it gets no attention row or column, and no alignment link).
+    """
+
+    words: list[str]
+    pieces: list[list[int]]
+
+    def punctuation(self) -> list[bool]:
+        """For each word, whether it is a punctuation mark or another symbol (`is_punctuation_word`)."""
+        return [is_punctuation_word(word) for word in self.words]
+
+
+def text_words(tokens: Sequence[str], special_tokens: Iterable[str] = DEFAULT_SPECIAL_TOKENS) -> TextWords:
+    """The words of a piece sequence and the pieces of each word (see the module docstring).
+
+    >>> text_words([">>en<<", "▁¿Qué", "▁es", "▁eso", "?", "</s>"]).words
+    ['¿', 'Qué', 'es', 'eso', '?']
     """
     specials = set(special_tokens)
-    spans: list[list[int]] = []
-    previous_special = True
+    text, unknown, offsets = _spell(tokens, specials)
+    spans = text_word_spans(text)
+    word_of = _attach_spaces(token_words(offsets, text), tokens, specials)
+    pieces: list[list[int]] = [[] for _ in spans]
+    for position, word in enumerate(word_of):
+        if word is not None:
+            pieces[word].append(position)
+    shown = ["".join(UNKNOWN_TOKEN if i in unknown else text[i] for i in range(start, end)) for start, end in spans]
+    return TextWords(shown, pieces)
+
+
+def _spell(tokens: Sequence[str], specials: set[str]) -> tuple[str, set[int], list[tuple[int, int]]]:
+    """(the text the pieces spell, each unknown piece one character; the positions of those characters; each
+    token's character span). A word-level token holds its pieces joined, so an unknown piece may sit inside one."""
+    text = ""
+    unknown: set[int] = set()
+    offsets: list[tuple[int, int]] = []
     for position, token in enumerate(tokens):
-        special = is_special(token, specials)
-        if special or previous_special or token.startswith(WORD_BOUNDARY):
-            spans.append([position])
-        else:
-            spans[-1].append(position)
-        previous_special = special
-    return spans
+        start = len(text)
+        if is_special(token, specials):
+            offsets.append((start, start))  # covers no character: belongs to no word
+            continue
+        following = tokens[position + 1].replace(WORD_BOUNDARY, " ") if position + 1 < len(tokens) else ""
+        parts = token.replace(WORD_BOUNDARY, " ").split(UNKNOWN_TOKEN)
+        for index, part in enumerate(parts):
+            text += part
+            if index + 1 < len(parts):
+                after = parts[index + 1] or following
+                inside_word = text[-1:].isalnum() and after[:1].isalnum()
+                unknown.add(len(text))
+                text += _UNKNOWN_LETTER if inside_word else _UNKNOWN_SYMBOL
+        offsets.append((start, len(text)))
+    return text, unknown, offsets
+
+
+def _attach_spaces(word_of: list[int | None], tokens: Sequence[str], specials: set[str]) -> list[int | None]:
+    """A piece that covers no word (a lone "▁") joins the next word, else the previous one, without crossing a
+    special token, so that the attention it receives still counts for a word."""
+    result = list(word_of)
+    for position, word in enumerate(word_of):
+        if word is not None or is_special(tokens[position], specials):
+            continue
+        for step in (1, -1):
+            other = position + step
+            while 0 <= other < len(tokens) and not is_special(tokens[other], specials):
+                if word_of[other] is not None:
+                    result[position] = word_of[other]
+                    break
+                other += step
+            if result[position] is not None:
+                break
+    return result
+
+
+def word_spans(tokens: Sequence[str], special_tokens: Iterable[str] = DEFAULT_SPECIAL_TOKENS) -> list[list[int]]:
+    """Group piece positions into the units `to_words` merges, in order: each special token on its own, and the
+    pieces of each word that has pieces (`text_words`). A piece that belongs to no word (a side made only of "▁")
+    is a unit of its own.
+
+    >>> word_spans([">>en<<", "▁el", "▁", "g", "ato", "▁neg", "ro", ".", "</s>"])
+    [[0], [1], [2, 3, 4], [5, 6], [7], [8]]
+    """
+    units = [pieces for pieces in text_words(tokens, special_tokens).pieces if pieces]
+    grouped = {position for pieces in units for position in pieces}
+    units += [[position] for position in range(len(tokens)) if position not in grouped]
+    return sorted(units)
 
 
 def word_text(tokens: Sequence[str], span: Sequence[int]) -> str:
-    """The text of the word made of `tokens[i] for i in span`, without the "▁" markers."""
+    """The text of the pieces `tokens[i] for i in span`, without the "▁" markers."""
     return "".join(tokens[i] for i in span).replace(WORD_BOUNDARY, " ").strip()
 
 
 def words(tokens: Sequence[str], special_tokens: Iterable[str] = DEFAULT_SPECIAL_TOKENS) -> list[str]:
-    """The words of a piece sequence (special tokens as they are)."""
+    """The label of each unit of `word_spans`: the word (without the punctuation glued into its pieces), or the
+    special token as it is.
+
+    >>> words([">>en<<", "▁¿Qué", "▁es", "▁eso", "?", "</s>"])
+    ['>>en<<', 'Qué', 'es', 'eso', '?', '</s>']
+    """
     specials = set(special_tokens)
-    result = []
-    for span in word_spans(tokens, specials):
-        token = tokens[span[0]]
-        result.append(token if len(span) == 1 and is_special(token, specials) else word_text(tokens, span))
-    return result
+    found = text_words(tokens, specials)
+    label = {tuple(pieces): word for word, pieces in zip(found.words, found.pieces) if pieces}
+    return [label.get(tuple(span), word_text(tokens, span)) for span in word_spans(tokens, specials)]
 
 
 def merge_attention(
@@ -128,10 +229,13 @@ def to_words(
         attention_to: how the weights of a word's pieces combine on the key axis (`"sum"`: rows still sum to 1).
         attention_from: how the rows of a word's pieces combine on the query axis (`"mean"`: rows still sum to 1).
 
-    Decoder and cross rows are grouped by the decoder *input* word (row labels stay the record's convention: the
-    row of word w is read while w is the decoder input). The returned tokens keep a leading "▁" on every
-    non-special word so that `to_words` can be applied again; `metadata["source_word_pieces"]` and
-    `metadata["target_word_pieces"]` give, for each word, the piece positions of the token-level record.
+    The units are those of `word_spans`: every word that has pieces, and the special tokens. A punctuation mark
+    glued into another word's piece has no unit (its attention is its word's). Decoder and cross rows are grouped
+    by the decoder *input* word (row labels stay the record's convention: the row of word w is read while w is the
+    decoder input). Each returned token is its pieces joined ("▁rat" + "ón" = "▁ratón", "▁¿Qué" stays), so the
+    word-level record spells the same text and has the same words (`text_words`) as the token-level one, and
+    `to_words` can be applied again; `metadata["source_word_pieces"]` and `metadata["target_word_pieces"]` give,
+    for each unit, the piece positions of the token-level record.
     """
     if special_tokens not in ("keep", "drop"):
         raise ValueError(f"special_tokens must be 'keep' or 'drop', got {special_tokens!r}.")
@@ -170,8 +274,8 @@ def to_words(
     )
     return replace(
         record,
-        source_tokens=[_word_token(record.source_tokens, s, specials) for s in source_spans],
-        target_tokens=[_word_token(record.target_tokens, s, specials) for s in target_spans],
+        source_tokens=[_word_token(record.source_tokens, s) for s in source_spans],
+        target_tokens=[_word_token(record.target_tokens, s) for s in target_spans],
         source_ids=[record.source_ids[s[0]] for s in source_spans],
         target_ids=[record.target_ids[s[0]] for s in target_spans],
         level="word",
@@ -184,10 +288,8 @@ def _is_special_span(tokens: Sequence[str], span: Sequence[int], specials: Itera
     return len(span) == 1 and is_special(tokens[span[0]], specials)
 
 
-def _word_token(tokens: Sequence[str], span: Sequence[int], specials: Iterable[str]) -> str:
-    if _is_special_span(tokens, span, specials):
-        return tokens[span[0]]
-    return WORD_BOUNDARY + word_text(tokens, span)
+def _word_token(tokens: Sequence[str], span: Sequence[int]) -> str:
+    return "".join(tokens[i] for i in span)
 
 
 def _compose(previous: list[list[int]] | None, spans: list[list[int]]) -> list[list[int]]:
@@ -199,10 +301,14 @@ def _compose(previous: list[list[int]] | None, spans: list[list[int]]) -> list[l
 
 __all__ = [
     "DEFAULT_SPECIAL_TOKENS",
+    "UNKNOWN_TOKEN",
     "WORD_BOUNDARY",
+    "TextWords",
+    "is_punctuation_word",
     "is_special",
     "merge_attention",
     "renormalize_rows",
+    "text_words",
     "to_words",
     "word_spans",
     "word_text",

@@ -27,7 +27,8 @@ from hf_vaswani import cli  # noqa: E402
 from vaswani_demo import DemoBackend, build_app, launch_app  # noqa: E402
 from vaswani_demo.embed import iframe_html  # noqa: E402
 from vaswani_demo.settings import EXAMPLES, MAX_CHARS  # noqa: E402
-from vaswani_demo.testing import demo_model_for_tests, is_tiny_model  # noqa: E402
+from vaswani_demo.testing import demo_model_for_tests, is_tiny_model, write_tiny_model  # noqa: E402
+from vaswani_inspect import align, alignment_settings, source_words, target_words, write_alignment_config  # noqa: E402
 
 pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
@@ -231,6 +232,92 @@ def test_redrawing_never_runs_the_model(model_path: str):
     assert backend.model_runs == 1
 
 
+def _drawn_links(figure) -> list[tuple[float, float]]:
+    """The (source x, target x) ends of every line of a `plot_alignment_links` figure."""
+    return sorted((float(line.get_xdata()[0]), float(line.get_xdata()[1])) for line in figure.axes[0].lines)
+
+
+def _expected_links(figure, record, settings: dict, skip_punctuation: bool) -> list[tuple[float, float]]:
+    """Where the lines of `align(record, **settings)` must be: from a source word's x to a target word's x."""
+    x = [float(text.get_position()[0]) for text in figure.axes[0].texts]  # source words, then target words
+    first_target = len(source_words(record))
+    pairs = align(record, **settings, skip_punctuation=skip_punctuation)
+    return sorted((x[i], x[first_target + j]) for i, j in pairs)
+
+
+def test_alignment_controls_change_the_drawn_links(model_path: str):
+    from vaswani_inspect import extract
+
+    backend = DemoBackend.load(model_path)
+    # A teacher-forced record whose last target word, ".", has a piece of its own.
+    record = extract(backend.model, backend.tokenizer, "el gato negro .", "the black cat .", direction="es-en")
+    assert target_words(record)[-1] == "."
+    drawn = {}
+    for layer, head, shift, skip in (
+        ("mean", "mean", False, True),
+        ("mean", "mean", False, False),
+        ("0", "1", True, True),
+        ("0", "1", False, True),
+    ):
+        figure = backend.alignment_links(record, layer, head, shift, skip)
+        settings = alignment_settings(record, "mean" if layer == "mean" else int(layer), None, shift)
+        settings["heads"] = "all" if head == "mean" else [int(head)]
+        assert _drawn_links(figure) == _expected_links(figure, record, settings, skip)
+        assert ("shifted" in figure.axes[0].get_title()) == shift
+        drawn[layer, head, shift, skip] = _drawn_links(figure)
+        _, pairs = backend.alignment(record, layer, head, "words", shift, skip)
+        assert len(pairs) == len(drawn[layer, head, shift, skip])
+        assert skip is False or all(row[0] != "." and row[1] != "." for row in pairs)
+    # "." gets a line only when punctuation is not skipped.
+    assert len(drawn["mean", "mean", False, False]) == len(drawn["mean", "mean", False, True]) + 1
+    assert backend.alignment_links(None) is None
+
+
+def test_alignment_controls_start_at_the_model_configuration(tmp_path: Path):
+    import gradio as gr
+    from matplotlib.figure import Figure
+
+    from vaswani_demo.events import after_translate_handler
+
+    folder = write_tiny_model(tmp_path / "tiny")
+    configured = {"layer": 1, "heads": [2], "shift": True}
+    write_alignment_config(folder, configured)
+    backend = DemoBackend.load(folder)
+    assert backend.default_choices() == {"layer": "1", "head": "2", "shift": True}
+    app = build_app(backend=backend)
+    components = {c.elem_id: c for c in app.blocks.values() if getattr(c, "elem_id", None)}
+    controls = ("layer", "head", "shift", "skip-punctuation")
+    assert {*controls, "alignment-plot", "alignment-links", "alignment-pairs"} <= set(components)
+    assert [components[name].value for name in controls] == ["1", "2", True, True]
+    parameters = app.get_api_info()["named_endpoints"]["/translate"]["parameters"]
+    assert {p["parameter_name"]: p["parameter_default"] for p in parameters[4:6]} == {"layer": "1", "head": "2"}
+
+    result = backend.translate("el gato negro", "es-en")
+    record = result.record
+    assert record.alignment == configured
+    figure, pairs = backend.alignment(record)  # no choice: the model's configuration, punctuation skipped
+    assert "layer 1, head 2, shifted" in figure.axes[0].get_title()
+    assert len(pairs) == len(align(record, 1, [2], shift=True, skip_punctuation=True))
+    links = backend.alignment_links(record)
+    assert "layer 1, head 2, shifted" in links.axes[0].get_title()
+    assert _drawn_links(links) == _expected_links(links, record, configured, True)
+    # After a translation the page draws the lines, and redraws the heatmap only if a checkbox differs from it.
+    after = after_translate_handler(backend)
+    kept = after(record, "1", "2", "words", True, True)
+    assert kept[0] == gr.skip() and kept[2] == gr.skip() and isinstance(kept[1], Figure)
+    redrawn = after(record, "1", "2", "words", False, True)
+    assert isinstance(redrawn[0], Figure) and "shifted" not in redrawn[0].axes[0].get_title()
+    assert isinstance(redrawn[2], list) and isinstance(redrawn[1], Figure)
+
+    # A configuration that averages several heads is one more head choice, and the default.
+    write_alignment_config(folder, {"layer": "mean", "heads": [1, 3], "shift": False})
+    several = DemoBackend.load(folder)
+    assert several.head_choices()[-1] == ("heads 1, 3", "1,3")
+    assert several.default_choices() == {"layer": "mean", "head": "1,3", "shift": False}
+    figure, _ = several.alignment(several.translate("el gato negro", "es-en").record, unit="tokens")
+    assert figure.axes[0].get_title().startswith("cross-attention, mean of layers")
+
+
 # ------------------------------------------------------------------------------------ through gradio_client
 
 
@@ -383,10 +470,18 @@ def test_browser_translate_and_inspect(served):
             expect(frame.locator("h2").first).to_contain_text("Cross-attention")
             plot = page.locator("#alignment-plot img").first
             before = plot.get_attribute("src")
+            # Another head than the one the controls start at (the model's alignment configuration).
+            other_head = "head 0" if backend.default_choices()["head"] == "1" else "head 1"
             page.locator("#head input").first.click()
-            page.locator('#head [role="option"][aria-label="head 1"]').click()
+            page.locator(f'#head [role="option"][aria-label="{other_head}"]').click()
             expect(plot).not_to_have_attribute("src", before or "", timeout=60_000)
-            assert backend.model_runs == runs, "changing the view or head ran the model again"
+            # The aligned words as lines between the two sentences, redrawn by the shift checkbox.
+            links = page.locator("#alignment-links img").first
+            expect(links).to_be_visible(timeout=60_000)
+            before_links = links.get_attribute("src")
+            page.locator("#shift input").click()
+            expect(links).not_to_have_attribute("src", before_links or "", timeout=60_000)
+            assert backend.model_runs == runs, "changing the view, head or shift ran the model again"
             # Chromium does not paint iframes outside the viewport: make the viewport as tall as the page.
             height = page.evaluate("document.documentElement.scrollHeight")
             page.set_viewport_size({"width": 1280, "height": min(int(height), 8000)})

@@ -1,4 +1,5 @@
-"""Alignments from cross-attention: permutation recovery (with and without shift), Pharaoh, gold files, AER."""
+"""Alignments from cross-attention: permutation recovery (with and without shift), Pharaoh, gold files, AER,
+punctuation words, the search over layers, heads and shift, and the record's model configuration."""
 
 import numpy as np
 import pytest
@@ -10,8 +11,10 @@ from vaswani_inspect import (
     align,
     alignment_error_rate,
     alignment_matrix,
+    alignment_settings,
     best_layer,
     read_gold,
+    search_alignments,
     source_words,
     target_words,
     to_pharaoh,
@@ -190,3 +193,157 @@ def test_bad_alignment_arguments():
         align(record, method="itermax")
     with pytest.raises(ValueError, match="threshold must be"):
         align(record, method="threshold", threshold=0.0)
+
+
+# ------------------------------------------------------------------------------------------ punctuation words
+
+PUNCTUATED_SOURCE = [">>en<<", "▁el", "▁rat", "ón", ".", "</s>"]  # words: 0 el=[1], 1 ratón=[2,3], 2 "."=[4]
+PUNCTUATED_TARGET = ["<s>", "▁¿The", "▁mouse", "?", "</s>"]  # words: 0 "¿" (no piece), 1 The, 2 mouse, 3 "?"
+SOURCE_WORDS = ["el", "ratón", "."]
+TARGET_WORDS = ["¿", "The", "mouse", "?"]
+
+
+def _punctuated_record() -> AttentionRecord:
+    """Rows read without shift: row 0 (The) looks at "el"; row 1 (mouse) at "." (0.5) more than at "ratón" (0.4);
+    row 2 ("?") at "."."""
+    cross = np.array(
+        [
+            [0.05, 0.8, 0.05, 0.05, 0.0, 0.05],
+            [0.0, 0.05, 0.2, 0.2, 0.5, 0.05],
+            [0.0, 0.1, 0.1, 0.0, 0.7, 0.1],
+            [0.2, 0.2, 0.2, 0.2, 0.1, 0.1],
+            [0.2, 0.2, 0.2, 0.2, 0.1, 0.1],
+        ]
+    )
+    s, t = len(PUNCTUATED_SOURCE), len(PUNCTUATED_TARGET)
+    return AttentionRecord(
+        source_tokens=PUNCTUATED_SOURCE,
+        target_tokens=PUNCTUATED_TARGET,
+        source_ids=list(range(s)),
+        target_ids=list(range(t)),
+        encoder=np.full((1, 1, s, s), 1.0 / s),
+        decoder=np.tril(np.ones((1, 1, t, t))) / np.arange(1, t + 1)[:, None],
+        cross=cross[None, None],
+        special_tokens=["<pad>", "<s>", "</s>", ">>en<<", ">>es<<"],
+    )
+
+
+def test_punctuation_marks_are_words_in_words_pharaoh_and_gold(tmp_path):
+    record = _punctuated_record()
+    assert source_words(record) == SOURCE_WORDS and target_words(record) == TARGET_WORDS
+    # "¿" is glued into "▁¿The": it keeps index 0 but has no row, so it never gets a link.
+    pairs = align(record)
+    assert pairs == [(0, 1), (2, 2), (2, 3)]
+    assert to_pharaoh(pairs) == "0-1 2-2 2-3"
+    gold_file = tmp_path / "gold.txt"
+    gold_file.write_text("# el ratón . / ¿ The mouse ?, 0-based\n0-1 1-2 2-3 2p0\n", encoding="utf-8")
+    (gold,) = read_gold(gold_file)
+    assert gold.sure == {(0, 1), (1, 2), (2, 3)} and gold.possible == gold.sure | {(2, 0)}
+    matrix = alignment_matrix(record)
+    assert matrix.shape == (4, 3)
+    np.testing.assert_allclose(matrix[0], 0.0)  # the word without a piece: a zero row
+    np.testing.assert_allclose(matrix[1:].sum(-1), 1.0, atol=1e-6)
+
+
+def test_skip_punctuation_in_align():
+    record = _punctuated_record()
+    # "mouse" now links to its most attended word that is not punctuation; "?" and "." get no link.
+    assert align(record, skip_punctuation=True) == [(0, 1), (1, 2)]
+    matrix = alignment_matrix(record, skip_punctuation=True)
+    np.testing.assert_allclose(matrix[:, 2], 0.0)
+    np.testing.assert_allclose(matrix[[0, 3]], 0.0)
+    np.testing.assert_allclose(matrix[2], [0.05 / 0.45, 0.4 / 0.45, 0.0], rtol=1e-5)
+    assert align(record, method="threshold", threshold=0.5, skip_punctuation=True) == [(0, 1), (1, 2)]
+
+
+def test_skip_punctuation_in_aer():
+    predicted, sure = {(0, 1), (2, 2), (2, 3)}, {(0, 1), (1, 2), (2, 3)}
+    # All links: |A| = 3, |S| = 3, |A & S| = 2 (0-1, 2-3): AER = 1 - 4/6, precision = recall = 2/3.
+    assert alignment_error_rate(predicted, sure) == pytest.approx((1 / 3, 2 / 3, 2 / 3))
+    # Without links touching "." (source 2) or "¿"/"?" (target 0, 3): A = {0-1}, S = {0-1, 1-2}.
+    # AER = 1 - (1 + 1) / (1 + 2) = 1/3, precision = 1, recall = 1/2.
+    words = (SOURCE_WORDS, TARGET_WORDS)
+    scores = alignment_error_rate(predicted, sure, skip_punctuation=True, words=words)
+    assert scores == pytest.approx((1 / 3, 1.0, 0.5))
+    corpus = alignment_error_rate([predicted, predicted], [sure, sure], skip_punctuation=True, words=[words] * 2)
+    assert corpus == pytest.approx(scores)
+    # An unknown piece standing alone (an emoji, a rare mark) is skipped like punctuation.
+    symbol = (["gato", "<unk>"], ["cat"])
+    unknown = alignment_error_rate({(0, 0)}, {(0, 0), (1, 0)}, skip_punctuation=True, words=symbol)
+    assert unknown == (0.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="needs words="):
+        alignment_error_rate(predicted, sure, skip_punctuation=True)
+    with pytest.raises(ValueError, match="for each of the 2 sentences"):
+        alignment_error_rate([predicted, predicted], [sure, sure], skip_punctuation=True, words=[words])
+
+
+# ------------------------------------------------------------------------------ the search and the defaults
+
+PLANTED = {"layer": 1, "heads": [2], "shift": True}
+WRONG = [0, 1, 2, 3]  # differs from PERMUTATION for every target word
+
+
+def _planted_head_record(seed: int = 0, layers: int = 3, heads: int = 4, alignment: dict | None = None):
+    """Cross-attention whose one head (layer 1, head 2, rows read with shift) is the gold alignment; every other
+    head looks at the wrong source words, so that averaging heads or layers, or reading other rows, misaligns."""
+    rng = np.random.default_rng(seed)
+    t, s = len(TARGET), len(SOURCE)
+    cross = np.empty((layers, heads, t, s))
+    for layer in range(layers):
+        for head in range(heads):
+            noise = rng.uniform(0.0, 0.2, size=(t, s))
+            for j, pieces in enumerate(TARGET_PIECES):
+                for p in pieces:  # both the rows that predict a word and the rows one later
+                    for row in (p - 1, p):
+                        noise[row, SOURCE_PIECES[WRONG[j]]] += 1.5
+            cross[layer, head] = noise / noise.sum(-1, keepdims=True)
+    cross[PLANTED["layer"], PLANTED["heads"][0]] = _planted_cross(True, rng)
+    record = _record(cross)
+    record.alignment = alignment
+    return record
+
+
+def test_search_finds_the_planted_head_and_shift(tmp_path):
+    records = [_planted_head_record(seed) for seed in range(3)]
+    silver = [set(TRUTH)] * 3  # plain link sets, as a statistical aligner gives them
+    search = search_alignments(records, silver)
+    assert search.best == PLANTED
+    assert search.scores == (0.0, 1.0, 1.0)
+    assert len(search.table) == (3 + 1) * (4 + 1) * 2  # layers and "mean" x heads and "all" x shift
+    assert search.table[0].config == PLANTED
+    assert all(row.scores.aer > 0 for row in search.table[1:])
+    assert [row.scores.aer for row in search.table] == sorted(row.scores.aer for row in search.table)
+    configs = [row.config for row in search.table]
+    assert {"layer": "mean", "heads": "all", "shift": False} in configs
+    assert {"layer": 1, "heads": "all", "shift": True} in configs
+    # The same from a gold file; without the shift choice the planted head cannot be found.
+    gold_file = tmp_path / "gold.txt"
+    gold_file.write_text("\n".join([to_pharaoh(TRUTH)] * 3) + "\n", encoding="utf-8")
+    assert search_alignments(records, gold_file).best == PLANTED
+    unshifted = search_alignments(records, gold_file, shifts=[False])
+    assert unshifted.scores.aer > 0 and len(unshifted.table) == 20
+    payload = search.to_dict(top=3)
+    assert payload["best"] == PLANTED and len(payload["table"]) == 3 and payload["table"][0]["aer"] == 0.0
+
+
+def test_search_refuses_gold_that_indexes_other_words():
+    records = [_planted_head_record()]
+    with pytest.raises(ValueError, match=r"Gold sentence 1 links source word 9 .*punctuation marks are words"):
+        search_alignments(records, [{(9, 0)}])
+    with pytest.raises(ValueError, match="1:1"):
+        search_alignments(records, [set(TRUTH)] * 2)
+
+
+def test_align_follows_the_record_model_configuration():
+    configured = _planted_head_record(alignment=PLANTED)
+    plain = _planted_head_record()
+    assert alignment_settings(configured) == PLANTED
+    assert alignment_settings(plain) == {"layer": "mean", "heads": "all", "shift": False}
+    assert align(configured) == TRUTH  # no arguments: the model's configuration
+    assert align(plain) != TRUTH  # no configuration: the mean of every layer and head
+    assert align(plain, 1, [2], shift=True) == TRUTH
+    # An argument given replaces that part of the configuration only.
+    assert alignment_settings(configured, shift=False) == {**PLANTED, "shift": False}
+    assert align(configured, shift=False) != TRUTH
+    assert alignment_settings(configured, heads=3) == {**PLANTED, "heads": [3]}
+    np.testing.assert_allclose(alignment_matrix(configured), alignment_matrix(plain, 1, 2, shift=True))

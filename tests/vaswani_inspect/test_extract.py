@@ -1,12 +1,13 @@
 """vaswani_inspect.extract and AttentionRecord: shapes, normalisation, generated vs teacher-forced, JSON, bad input."""
 
+import json
 import warnings
 
 import numpy as np
 import pytest
 import torch
 
-from tests.helpers import CHECKPOINT
+from tests.helpers import CHECKPOINT, ROOT
 from vaswani_inspect import (
     AttentionRecord,
     AttentionUnavailableError,
@@ -249,6 +250,31 @@ def test_record_validation():
         record.select("self", 0, 0)
 
 
+def test_records_carry_the_model_alignment_configuration(tokenizer, tmp_path):
+    model = tiny_model(len(tokenizer))
+    assert extract(model, tokenizer, "el gato negro", "the black cat", direction="es-en").alignment is None
+    model.config.alignment = {"layer": 1, "heads": [2], "shift": True}
+    record = extract(model, tokenizer, "el gato negro", "the black cat", direction="es-en")
+    assert record.alignment == {"layer": 1, "heads": [2], "shift": True}
+    assert record.alignment is not model.config.alignment  # a copy: changing one leaves the other alone
+    assert AttentionRecord.load(record.save(tmp_path / "r.json")).alignment == record.alignment
+    ids = tokenizer(">>en<< el gato")["input_ids"]
+    assert record_from_ids(model, tokenizer, ids, [1, *ids[1:]]).alignment == record.alignment
+    with pytest.raises(ValueError, match="AttentionRecord.alignment must be None or"):
+        AttentionRecord.from_dict({**record.to_dict(), "alignment": {"layer": 1}})
+
+
+def test_records_saved_without_the_alignment_field_still_load():
+    from vaswani_inspect import align, source_words, target_words
+
+    saved = ROOT / "tests" / "vaswani_inspect" / "data" / "record_without_alignment.json"
+    assert "alignment" not in json.loads(saved.read_text(encoding="utf-8"))
+    record = AttentionRecord.load(saved)
+    assert record.alignment is None and record.source_text == "el ratón."
+    assert source_words(record) == ["el", "ratón", "."] and target_words(record) == ["the", "mouse", "."]
+    assert len(align(record)) == 3 and len(align(record, skip_punctuation=True)) == 2
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not CHECKPOINT.is_dir(), reason=f"no shipped checkpoint at {CHECKPOINT} yet")
 def test_shipped_checkpoint_course_example():
@@ -264,7 +290,7 @@ def test_shipped_checkpoint_course_example():
 
 def test_works_with_the_project_tokenizer():
     tokenization = pytest.importorskip("hf_vaswani.tokenization", reason="the project tokenizer is not there yet")
-    from vaswani_inspect import align, source_words, target_words
+    from vaswani_inspect import align, source_words, target_words, text_words
     from vaswani_inspect.testing import training_sentences
 
     tokenizer = tokenization.train_tokenizer(training_sentences() * 4, vocab_size=300)
@@ -272,8 +298,11 @@ def test_works_with_the_project_tokenizer():
     record = extract(model, tokenizer, "El banco aprobó el crédito.", "The bank approved the loan.", direction="es-en")
     assert record.source_tokens[0] == ">>en<<" and record.source_tokens[-1] == "</s>"
     assert record.target_tokens[0] == "<s>" and record.target_tokens[-1] == "</s>"
-    assert source_words(record) == ["El", "banco", "aprobó", "el", "crédito."]
-    assert target_words(record) == ["The", "bank", "approved", "the", "loan."]
-    assert len(align(record)) == 5
+    # Punctuation marks are words of their own, whether or not the tokenizer glued them into a piece.
+    assert source_words(record) == ["El", "banco", "aprobó", "el", "crédito", "."]
+    assert target_words(record) == ["The", "bank", "approved", "the", "loan", "."]
+    with_pieces = sum(1 for pieces in text_words(record.target_tokens).pieces if pieces)
+    assert len(align(record)) == with_pieces and with_pieces in (5, 6)
+    assert len(align(record, skip_punctuation=True)) == 5
     generated = extract(model, tokenizer, ["Me senté en el banco de la plaza."], direction="es-en")
     np.testing.assert_allclose(generated[0].cross.sum(-1), 1.0, atol=1e-5)

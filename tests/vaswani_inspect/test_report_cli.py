@@ -1,6 +1,7 @@
 """Static matplotlib views, write_report, and the `inspect` / `align-eval` / `compare-bert` command line."""
 
 import json
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -11,12 +12,15 @@ from matplotlib.figure import Figure
 from hf_vaswani.cli import main
 from vaswani_inspect import (
     AttentionRecord,
+    align,
     plot_alignment,
+    plot_alignment_links,
     plot_heatmap,
     plot_layer_grid,
     save_figure,
     source_words,
     target_words,
+    write_alignment_config,
     write_report,
 )
 from vaswani_inspect.commands import add_parser
@@ -55,6 +59,25 @@ def test_layer_grid_and_alignment_picture(record):
     assert [t.get_text() for t in ax.get_xticklabels()] == source_words(record) == ["el", "gato", "negro"]
     assert [t.get_text() for t in ax.get_yticklabels()] == target_words(record) == ["the", "black", "cat"]
     assert len(ax.patches) == 3  # one argmax link per target word
+
+
+def test_alignment_links_picture_draws_a_line_per_pair(record):
+    figure = plot_alignment_links(record)
+    ax = figure.axes[0]
+    texts = [t.get_text() for t in ax.texts]
+    assert texts == ["el", "gato", "negro", "the", "black", "cat"]  # source row, then target row
+    source_y = {t.get_position()[1] for t in ax.texts[:3]}
+    target_y = {t.get_position()[1] for t in ax.texts[3:]}
+    assert len(source_y) == len(target_y) == 1 and source_y.pop() > target_y.pop()  # source above target
+    assert len(ax.lines) == len(align(record)) == 3
+    assert "mean of layers, all heads" in ax.get_title()
+    one_head = plot_alignment_links(record, 1, [2], shift=True).axes[0]
+    assert "layer 1, head 2, shifted" in one_head.get_title()
+    ends = sorted((line.get_xdata()[0], line.get_xdata()[1]) for line in one_head.lines)
+    x_of = {t.get_text(): t.get_position()[0] for t in ax.texts}
+    pairs = align(record, 1, [2], shift=True)
+    words_src, words_tgt = source_words(record), target_words(record)
+    assert ends == sorted((x_of[words_src[i]], x_of[words_tgt[j]]) for i, j in pairs)
 
 
 def test_dollar_tokens_do_not_break_matplotlib(record, tmp_path):
@@ -112,6 +135,7 @@ def test_cli_inspect_writes_the_report(checkpoint, tmp_path, capsys):
         "heads_cross_layer1.png",
         "heatmap_cross_words.png",
         "alignment.png",
+        "alignment_links.png",
         "rollout_encoder.png",
     ):
         assert (out / name).is_file(), name
@@ -121,32 +145,93 @@ def test_cli_inspect_writes_the_report(checkpoint, tmp_path, capsys):
     pharaoh = (out / "alignment.pharaoh").read_text().split()
     assert len(pharaoh) == len(target_words(saved))
     assert "tag" in (out / "head_stats.csv").read_text().splitlines()[0]
+    assert (out / "alignment.txt").read_text().startswith("# mean of layers, all heads, argmax;")
 
 
-def test_cli_align_eval_picks_a_layer(checkpoint, tmp_path, capsys):
-    (tmp_path / "es.txt").write_text("el gato negro\nla casa roja\n", encoding="utf-8")
-    (tmp_path / "en.txt").write_text("the black cat\nthe red house\n", encoding="utf-8")
-    (tmp_path / "gold.txt").write_text("# 1-indexed\n1-1 2-3 3-2\n1-1 2-3 3p2\n", encoding="utf-8")
+def _align_eval_files(folder):
+    (folder / "es.txt").write_text("el gato negro\nla casa roja?\n", encoding="utf-8")
+    (folder / "en.txt").write_text("the black cat\nthe red house?\n", encoding="utf-8")
+    # "?" is a word of its own: word 4 (1-indexed) on both sides of the second pair.
+    (folder / "gold.txt").write_text("# 1-indexed\n1-1 2-3 3-2\n1-1 2-3 3p2 4-4\n", encoding="utf-8")
+    return ["--gold", str(folder / "gold.txt"), "--source-file", str(folder / "es.txt")] + [
+        "--target-file",
+        str(folder / "en.txt"),
+    ]
+
+
+def test_cli_align_eval_searches_layers_heads_and_shift(checkpoint, tmp_path, capsys):
     scores = tmp_path / "scores.json"
-    status = main(
-        [
-            "align-eval",
-            "--gold",
-            str(tmp_path / "gold.txt"),
-            "--source-file",
-            str(tmp_path / "es.txt"),
-            "--target-file",
-            str(tmp_path / "en.txt"),
-            "--model",
-            str(checkpoint),
-            "--json",
-            str(scores),
-        ]
-    )
+    status = main(["align-eval", *_align_eval_files(tmp_path), "--model", str(checkpoint), "--json", str(scores)])
     assert status == 0
-    assert "<- best" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "<- best" in printed and "30 configurations on 2 sentences" in printed
     result = json.loads(scores.read_text())
-    assert result["best_layer"] in (0, 1) and set(result["scores"]) == {"0", "1"}
+    assert len(result["table"]) == (2 + 1) * (4 + 1) * 2  # 2 layers and mean x 4 heads and all x shift
+    assert result["table"][0]["aer"] == result["scores"]["aer"] == min(row["aer"] for row in result["table"])
+    best = result["best"]
+    assert set(best) == {"layer", "heads", "shift"} and {k: result["table"][0][k] for k in best} == best
+    assert result["settings"]["skip_punctuation"] is False
+
+
+def test_cli_align_eval_writes_the_best_configuration_into_the_model(checkpoint, tmp_path, capsys):
+    from hf_vaswani.configuration_vaswani import VaswaniConfig
+    from vaswani_inspect import extract, load_model_and_tokenizer
+
+    model_dir = tmp_path / "model"
+    shutil.copytree(checkpoint, model_dir)
+    before = json.loads((model_dir / "config.json").read_text())
+    scores = tmp_path / "scores.json"
+    arguments = ["align-eval", *_align_eval_files(tmp_path), "--model", str(model_dir), "--json", str(scores)]
+    assert main([*arguments, "--skip-punctuation", "--write-config", str(model_dir)]) == 0
+    assert "wrote alignment" in capsys.readouterr().out
+    best = json.loads(scores.read_text())["best"]
+    after = json.loads((model_dir / "config.json").read_text())
+    assert after == {**before, "alignment": best}  # only the alignment field changed
+    assert VaswaniConfig.from_pretrained(model_dir).alignment == best
+    model, tokenizer = load_model_and_tokenizer(model_dir)
+    record = extract(model, tokenizer, "el gato negro", "the black cat", direction="es-en")
+    assert record.alignment == best
+    assert align(record) == align(record, best["layer"], best["heads"], shift=best["shift"])
+    # inspect reads the alignment the model carries.
+    out = tmp_path / "report"
+    inspect = ["inspect", "el gato negro", "--target", "the black cat", "--out", str(out), "--model", str(model_dir)]
+    assert main(inspect) == 0
+    header = (out / "alignment.txt").read_text().splitlines()[0]
+    assert header.startswith("# layer" if best["layer"] != "mean" else "# mean of layers")
+    assert (out / "alignment.pharaoh").read_text().strip() == " ".join(f"{i}-{j}" for i, j in align(record))
+
+
+def test_write_alignment_config_refuses_what_the_model_cannot_hold(checkpoint, tmp_path, capsys):
+    model_dir = tmp_path / "model"
+    shutil.copytree(checkpoint, model_dir)
+    with pytest.raises(ValueError, match="VaswaniConfig.alignment must be"):
+        write_alignment_config(model_dir, {"layer": 5, "heads": "all", "shift": False})
+    with pytest.raises(FileNotFoundError, match="No model config"):
+        write_alignment_config(tmp_path, {"layer": 0, "heads": "all", "shift": False})
+    (tmp_path / "config.json").write_text('{"model_type": "marian"}', encoding="utf-8")
+    with pytest.raises(ValueError, match="'marian' model, not a 'vaswani' one"):
+        write_alignment_config(tmp_path, {"layer": 0, "heads": "all", "shift": False})
+    missing = tmp_path / "nowhere"
+    arguments = ["align-eval", *_align_eval_files(tmp_path), "--model", str(checkpoint)]
+    assert main([*arguments, "--write-config", str(missing)]) == 2
+    assert "no model config" in capsys.readouterr().err
+
+
+def test_cli_inspect_alignment_options(checkpoint, tmp_path):
+    out = tmp_path / "report"
+    arguments = ["inspect", "¿dónde está la casa?", "--target", "where is the house?", "--out", str(out)]
+    arguments += ["--model", str(checkpoint)]
+    options = ["--alignment-layer", "1", "--alignment-heads", "2,3", "--shift", "--skip-punctuation"]
+    assert main([*arguments, *options]) == 0
+    lines = (out / "alignment.txt").read_text().splitlines()
+    assert lines[0].startswith("# layer 1, heads 2, 3, shifted, punctuation skipped, argmax;")
+    linked = [line.split("\t")[1:] for line in lines[1:]]
+    assert sorted(target for _, target in linked) == ["house", "is", "the", "where"]  # "?" gets no link
+    assert not {"¿", "?"} & {source for source, _ in linked}
+    saved = AttentionRecord.load(out / "record.json")
+    expected = align(saved, 1, [2, 3], shift=True, skip_punctuation=True)
+    assert (out / "alignment.pharaoh").read_text().strip() == " ".join(f"{i}-{j}" for i, j in expected)
+    assert main([*arguments, "--alignment-heads", "two"]) == 2
 
 
 def test_cli_errors_are_one_line(checkpoint, tmp_path, capsys):
@@ -165,6 +250,10 @@ def test_add_parser_registers_every_subcommand():
     assert args.func.__name__ == "run_inspect" and args.num_beams == 4 and args.text == ["el gato negro"]
     args = parser.parse_args(["align-eval", "--gold", "g", "--source-file", "s", "--target-file", "t"])
     assert args.func.__name__ == "run_align_eval" and args.index_base is None
+    assert (args.top, args.write_config, args.skip_punctuation) == (10, None, False)
+    args = parser.parse_args(["inspect", "x", "--out", "r"])
+    assert (args.alignment_layer, args.alignment_heads, args.shift, args.skip_punctuation) == (None, None, None, False)
+    assert parser.parse_args(["inspect", "x", "--out", "r", "--no-shift"]).shift is False
     args = parser.parse_args(["compare-bert", "--sentences", "s", "--out", "o"])
     assert args.func.__name__ == "run_compare_bert" and args.bert == "bert-base-uncased"
 

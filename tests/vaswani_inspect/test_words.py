@@ -1,9 +1,11 @@
-"""Word-level attention (Clark et al. 2019): Metaspace word spans, sum-to / mean-from merging, special tokens."""
+"""Words of a record (punctuation marks are words of their own) and word-level attention (Clark et al. 2019):
+sum-to / mean-from merging, special tokens."""
 
 import numpy as np
 import pytest
 
-from vaswani_inspect import AttentionRecord, extract, merge_attention, to_words, word_spans, words
+from hf_vaswani.word_alignment import words as text_split
+from vaswani_inspect import AttentionRecord, extract, merge_attention, text_words, to_words, word_spans, words
 from vaswani_inspect.testing import tiny_model, tiny_tokenizer
 
 
@@ -32,9 +34,10 @@ SOURCE = [">>en<<", "▁el", "▁", "g", "ato", "▁neg", "ro", ".", "</s>"]
 TARGET = ["<s>", "▁the", "▁bla", "ck", "▁cat", "</s>"]
 
 
-def test_word_spans_follow_metaspace_boundaries_and_isolate_specials():
-    assert word_spans(SOURCE) == [[0], [1], [2, 3, 4], [5, 6, 7], [8]]
-    assert words(SOURCE) == [">>en<<", "el", "gato", "negro.", "</s>"]
+def test_word_spans_follow_words_and_isolate_specials():
+    # "." is a word of its own: "negro ." has the units [5, 6] and [7].
+    assert word_spans(SOURCE) == [[0], [1], [2, 3, 4], [5, 6], [7], [8]]
+    assert words(SOURCE) == [">>en<<", "el", "gato", "negro", ".", "</s>"]
     assert word_spans(TARGET) == [[0], [1], [2, 3], [4], [5]]
     # A first piece without "▁" after a special token still starts a word; <unk> is an ordinary piece.
     assert word_spans(["<s>", "the", "▁c", "<unk>", "t"]) == [[0], [1], [2, 3, 4]]
@@ -58,10 +61,10 @@ def test_rows_sum_to_one_at_word_level(special_tokens):
         np.testing.assert_allclose(record.attention(kind).sum(-1), 1.0, atol=1e-5)
     assert record.level == "word"
     if special_tokens == "keep":
-        assert record.source_tokens == [">>en<<", "▁el", "▁gato", "▁negro.", "</s>"]
+        assert record.source_tokens == [">>en<<", "▁el", "▁gato", "▁negro", ".", "</s>"]
         assert record.target_tokens == ["<s>", "▁the", "▁black", "▁cat", "</s>"]
     else:
-        assert record.source_tokens == ["▁el", "▁gato", "▁negro."]
+        assert record.source_tokens == ["▁el", "▁gato", "▁negro", "."]
         assert record.target_tokens == ["▁the", "▁black", "▁cat"]
     assert record.metadata["word_merge"]["special_tokens"] == special_tokens
 
@@ -92,7 +95,7 @@ def test_drop_removes_special_mass_and_renormalises():
     record = _random_record(SOURCE, TARGET)
     dropped = to_words(record, special_tokens="drop")
     kept = to_words(record)
-    inner = kept.cross[:, :, 1:4, 1:4]
+    inner = kept.cross[:, :, 1:4, 1:5]
     np.testing.assert_allclose(dropped.cross, inner / inner.sum(-1, keepdims=True), rtol=1e-5)
 
 
@@ -101,7 +104,7 @@ def test_merging_is_idempotent_and_keeps_piece_provenance():
     twice = to_words(once)
     assert twice.source_tokens == once.source_tokens
     np.testing.assert_allclose(twice.cross, once.cross)
-    assert twice.metadata["source_word_pieces"] == [[0], [1], [2, 3, 4], [5, 6, 7], [8]]
+    assert twice.metadata["source_word_pieces"] == [[0], [1], [2, 3, 4], [5, 6], [7], [8]]
 
 
 def test_bad_parameters():
@@ -111,3 +114,52 @@ def test_bad_parameters():
     only_specials = _random_record([">>en<<", "</s>"], TARGET)
     with pytest.raises(ValueError, match="no source words"):
         to_words(only_specials, special_tokens="drop")
+
+
+# ------------------------------------------------------------------------------------------ punctuation words
+
+
+def test_text_words_split_punctuation_off_like_gold_files():
+    found = text_words([">>en<<", "▁¿Qué", "▁es", "▁eso", "?", "</s>"])
+    assert found.words == ["¿", "Qué", "es", "eso", "?"] == text_split("¿Qué es eso?")
+    # "¿" is glued into the piece "▁¿Qué", which belongs to "Qué": the word exists but no piece stands for it.
+    assert found.pieces == [[], [1], [2], [3], [4]]
+    assert found.punctuation() == [True, False, False, False, True]
+    found = text_words(["<s>", "▁El", "▁gato", "▁se", "▁comió", "▁el", "▁rat", "ón", ".", "</s>"])
+    assert found.words == ["El", "gato", "se", "comió", "el", "ratón", "."]
+    assert found.pieces[-2:] == [[6, 7], [8]]
+    glued = text_words(["<s>", "▁eso.", "</s>"])
+    assert glued.words == ["eso", "."] and glued.pieces == [[1], []]
+
+
+def test_text_words_lone_space_unknown_pieces_and_apostrophes():
+    # A lone "▁" joins the next word; inner apostrophes stay inside a word.
+    found = text_words([">>en<<", "▁café", "▁", "<unk>", "▁don't", ",", "▁", "(", "ok", ")", "</s>"])
+    assert found.words == ["café", "<unk>", "don't", ",", "(", "ok", ")"]
+    assert found.pieces == [[1], [2, 3], [4], [5], [6, 7], [8], [9]]
+    assert found.punctuation() == [False, True, False, True, True, False, True]
+    # An unknown piece is a letter inside a word, else a symbol: a word of its own, like "." or an emoji.
+    assert word_spans(["<s>", "the", "▁c", "<unk>", "t"]) == [[0], [1], [2, 3, 4]]
+    assert text_words(["<s>", "▁c", "<unk>", "t"]).words == ["c<unk>t"]
+    glued = text_words(["<s>", "▁ro", "ja", "<unk>", "</s>"])
+    assert glued.words == ["roja", "<unk>"] and glued.pieces == [[1, 2], [3]]
+    # Word-level tokens hold their pieces joined: the same words.
+    for tokens in (["<s>", "▁c", "<unk>", "t", "<unk>", "</s>"], ["<s>", "▁", "<unk>", "▁ro", "ja", "<unk>"]):
+        merged = to_words(_random_record([">>en<<", "▁a", "</s>"], tokens)).target_tokens
+        assert text_words(merged).words == text_words(tokens).words
+    assert text_words(["<s>", "▁c", "<unk>", "t", "<unk>", "</s>"]).words == ["c<unk>t", "<unk>"]
+    assert text_words(["<s>", "</s>"]).words == []
+
+
+def test_word_level_record_has_the_same_words_as_the_token_level_one():
+    source = [">>en<<", "▁¿Qué", "▁es", "▁", "e", "so", "?", "</s>"]
+    target = ["<s>", "▁What", "▁is", "▁th", "at", "?", "</s>"]
+    record = _random_record(source, target)
+    merged = to_words(record)
+    assert merged.source_tokens == [">>en<<", "▁¿Qué", "▁es", "▁eso", "?", "</s>"]
+    for tokens, word_tokens in ((source, merged.source_tokens), (target, merged.target_tokens)):
+        assert text_words(word_tokens).words == text_words(tokens).words
+    assert text_words(merged.source_tokens).pieces == [[], [1], [2], [3], [4]]
+    for kind in ("encoder", "decoder", "cross"):
+        np.testing.assert_allclose(merged.attention(kind).sum(-1), 1.0, atol=1e-5)
+    assert to_words(merged).source_tokens == merged.source_tokens
