@@ -539,7 +539,7 @@ def prepare_splits(
 
 
 def _directional_columns(
-    pairs: Sequence[SentencePair], directions: Sequence[str], links: Sequence[Links] | None
+    pairs: Sequence[SentencePair], directions: Sequence[str], links: Sequence[Links] | None = None
 ) -> dict[str, list[Any]]:
     columns: dict[str, list[Any]] = {"source": [], "target": [], "direction": []}
     if links is not None:

@@ -7,9 +7,12 @@ As in the multilingual Marian models, a source sentence starts with a token nami
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "DIRECTIONS",
     "LANGUAGE_TOKENS",
+    "LANGUAGE_TOKEN_PATTERN",
     "LANGUAGE_TOKEN_IDS",
     "SUPPORTED_LANGUAGES",
     "direction_to_languages",
@@ -22,6 +25,8 @@ LANGUAGE_TOKENS: dict[str, str] = {"en": ">>en<<", "es": ">>es<<"}
 #: Language code -> id of its language token.
 LANGUAGE_TOKEN_IDS: dict[str, int] = {"en": 4, "es": 5}
 SUPPORTED_LANGUAGES: tuple[str, ...] = tuple(LANGUAGE_TOKENS)
+#: What a language token looks like (``>>en<<``); one written inside a source text is refused.
+LANGUAGE_TOKEN_PATTERN = re.compile(r">>[^\s<>]+<<")
 #: The translation directions, "source-target".
 DIRECTIONS: tuple[str, ...] = ("es-en", "en-es")
 
@@ -54,6 +59,14 @@ def source_with_language(text: str, target_lang: str) -> str:
         raise TypeError(f"The source text must be a string, got {type(text).__name__}.")
     if not text.strip():
         raise ValueError("The source text is empty (or only white space): there is nothing to translate.")
+    found = LANGUAGE_TOKEN_PATTERN.search(text)
+    if found:
+        known = ", ".join(LANGUAGE_TOKENS.values())
+        what = "an unknown language token" if found.group(0) not in LANGUAGE_TOKENS.values() else "a language token"
+        raise ValueError(
+            f"The source text contains {what}, {found.group(0)!r}: the token of the target language ({known}) is "
+            "added from the direction, not written in the text."
+        )
     return f"{token} {text.strip()}"
 
 

@@ -414,7 +414,8 @@ class VaswaniStack(VaswaniPreTrainedModel):
             )
         hidden_states = inputs_embeds
         if self.embed_positions is not None:
-            positions = torch.arange(past_length, past_length + length, device=hidden_states.device)
+            # arange(length) + past rather than arange(past, past + length): a static cache's length is a tensor
+            positions = torch.arange(length, device=hidden_states.device) + past_length
             hidden_states = hidden_states + self.embed_positions(positions).to(hidden_states.dtype)
         return dropout(hidden_states, self.config.dropout, self.training)
 
@@ -695,6 +696,19 @@ class VaswaniForConditionalGeneration(VaswaniPreTrainedModel, GenerationMixin):
             encoder_hidden_states=outputs.encoder_hidden_states,
             encoder_attentions=outputs.encoder_attentions,
         )
+
+    def resize_token_embeddings(self, *args, **kwargs) -> nn.Embedding:
+        """`PreTrainedModel.resize_token_embeddings`, keeping the decoder vocabulary (one with the encoder's when
+        `share_embeddings`) and `final_logits_bias` the size of the output layer, so the resized model saves and
+        loads again."""
+        embeddings = super().resize_token_embeddings(*args, **kwargs)
+        size = self.get_output_embeddings().weight.shape[0]
+        self.config.decoder_vocab_size = size
+        if self.final_logits_bias is not None and self.final_logits_bias.shape[-1] != size:
+            bias = self.final_logits_bias.new_zeros(1, size)
+            bias[:, : min(size, self.final_logits_bias.shape[-1])] = self.final_logits_bias[:, :size]
+            self.final_logits_bias = nn.Parameter(bias)
+        return embeddings
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: `decoder_start_token_id` followed by the labels without their last position."""

@@ -45,6 +45,10 @@ class VaswaniConfig(PreTrainedConfig):
         tie_word_embeddings: the pre-softmax linear transformation reuses the decoder's input embedding (sec. 3.4).
         final_logits_bias: add a learned bias to the output logits (not in the paper; Marian checkpoints have one).
         init_std: standard deviation of the token embedding init; `None` means d_model ** -0.5.
+        alignment: how to read word alignments off this model's encoder-decoder attention, as found by
+            `vaswani_inspect.search_alignments` or set by guided-alignment training: ``{"layer": 2, "heads": [1],
+            "shift": False}`` (`layer` a decoder layer or `"mean"`, `heads` a list of heads or `"all"`, `shift` as in
+            `vaswani_inspect.alignment_matrix`). `None`: the mean over all layers and heads. Not used by the model.
         pad_token_id / bos_token_id / eos_token_id / decoder_start_token_id: special token ids.
     """
 
@@ -80,6 +84,7 @@ class VaswaniConfig(PreTrainedConfig):
     tie_word_embeddings: bool = True
     final_logits_bias: bool = False
     init_std: float | None = None
+    alignment: dict | None = None
     use_cache: bool = True
     is_encoder_decoder: bool = True
     pad_token_id: int | None = 0
@@ -159,10 +164,30 @@ class VaswaniConfig(PreTrainedConfig):
                 f"share_embeddings=True needs one vocabulary, but vocab_size={self.vocab_size} and "
                 f"decoder_vocab_size={self.decoder_vocab_size}."
             )
+        if self.alignment is not None:
+            _check_alignment(self.alignment, self.decoder_layers, self.decoder_attention_heads)
         for name in ("pad_token_id", "bos_token_id", "decoder_start_token_id"):
             value = getattr(self, name)
             if value is not None and not 0 <= value < self.decoder_vocab_size:
                 raise ValueError(f"{name}={value} is outside the vocabulary [0, {self.decoder_vocab_size}).")
+
+
+def _check_alignment(alignment: Any, layers: int, heads: int) -> None:
+    problem = None
+    if not isinstance(alignment, dict) or set(alignment) != {"layer", "heads", "shift"}:
+        problem = "a dict with the keys layer, heads and shift"
+    elif alignment["layer"] != "mean" and alignment["layer"] not in range(layers):
+        problem = f"layer 'mean' or a decoder layer in [0, {layers})"
+    elif alignment["heads"] != "all" and (
+        not isinstance(alignment["heads"], list)
+        or not alignment["heads"]
+        or not set(alignment["heads"]) <= set(range(heads))
+    ):
+        problem = f"heads 'all' or a non-empty list of heads in [0, {heads})"
+    elif not isinstance(alignment["shift"], bool):
+        problem = "shift true or false"
+    if problem:
+        raise ValueError(f"VaswaniConfig.alignment must be None or {problem}, got {alignment!r}.")
 
 
 def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:

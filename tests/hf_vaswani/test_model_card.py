@@ -1,4 +1,3 @@
-
 from huggingface_hub import ModelCard
 
 from hf_vaswani import VaswaniForConditionalGeneration

@@ -7,6 +7,7 @@ import os
 import pytest
 import torch
 from huggingface_hub import ModelCard
+from safetensors import safe_open
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 from tests.helpers import CHECKPOINT, ROOT, run_without_our_packages
@@ -40,13 +41,16 @@ def test_folder_is_hub_ready():
         "configuration_vaswani.py",
         "modeling_vaswani.py",
         "kernels_vaswani.py",
+        "pipeline_vaswani.py",
         "README.md",
         "training_curves.png",
         "eval_results.json",
     } <= names
     assert (CHECKPOINT / "model.safetensors").stat().st_size < 25 * 2**20
     config = json.loads((CHECKPOINT / "config.json").read_text())
-    assert config["model_type"] == "vaswani" and config["dtype"] in ("bfloat16", "float16")
+    assert config["model_type"] == "vaswani" and config["dtype"] == "float32"  # loaded in float32 by default ...
+    with safe_open(CHECKPOINT / "model.safetensors", "pt") as weights:  # ... from weights stored in bfloat16
+        assert {weights.get_tensor(name).dtype for name in weights.keys()} == {torch.bfloat16}
     assert config["auto_map"]["AutoModelForSeq2SeqLM"] == "modeling_vaswani.VaswaniForConditionalGeneration"
 
 
@@ -92,7 +96,7 @@ def test_loads_with_trust_remote_code_without_our_package(shipped, tmp_path):
 def test_the_copied_model_code_is_the_package_code():
     """`trust_remote_code` users run the files next to the weights: they must be the package's, byte for byte."""
     package = ROOT / "hf_vaswani"
-    for name in ("configuration_vaswani.py", "modeling_vaswani.py", "kernels_vaswani.py"):
+    for name in ("configuration_vaswani.py", "modeling_vaswani.py", "kernels_vaswani.py", "pipeline_vaswani.py"):
         assert (CHECKPOINT / name).read_bytes() == (package / name).read_bytes(), name
 
 
