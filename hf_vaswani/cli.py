@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import importlib
 import os
+import pickle
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
@@ -23,15 +24,23 @@ from .runtime import keep_freed_memory
 __all__ = ["BUILTIN_COMMANDS", "ENTRY_POINT_GROUP", "build_parser", "main"]
 
 #: The modules of this package that add subcommands.
-BUILTIN_COMMANDS = ("hf_vaswani.commands.train", "hf_vaswani.commands.translate", "hf_vaswani.commands.convert")
+BUILTIN_COMMANDS = (
+    "hf_vaswani.commands.train",
+    "hf_vaswani.commands.translate",
+    "hf_vaswani.commands.convert",
+    "hf_vaswani.commands.export",
+)
 
 #: Other installed packages register command modules under this entry-point group (name: the command).
 ENTRY_POINT_GROUP = "hf_vaswani.commands"
 
 #: Errors shown as one line with exit code 2 (HF_VASWANI_TRACEBACK=1 shows the traceback instead): bad values
-#: (ValueError, which includes UnicodeDecodeError and JSON errors) and file system errors (OSError: missing files,
-#: permissions, a folder where a file is expected, ...). A command adds its own with ``set_defaults(user_errors=)``.
-USER_ERRORS = (ValueError, OSError)
+#: (ValueError, which includes UnicodeDecodeError and JSON errors), file system errors (OSError: missing files,
+#: permissions, a folder where a file is expected, a full disk, ...) and a pickle that ``torch.load(...,
+#: weights_only=True)`` refuses to run. A command adds its own with ``set_defaults(user_errors=)``. Our code turns
+#: the errors of the libraries it drives into these where they happen, naming the file; `_library_user_errors`
+#: adds the few that can still come straight from a library.
+USER_ERRORS = (ValueError, OSError, pickle.UnpicklingError)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -91,6 +100,14 @@ def _missing_module(error: BaseException | None) -> ModuleNotFoundError | None:
     return error
 
 
+def _library_user_errors() -> tuple[type[BaseException], ...]:
+    """Errors of libraries that bad input can cause, for those of the libraries that this run has imported (they
+    are looked up, not imported): a damaged or unwritable safetensors file (`safetensors.SafetensorError`)."""
+    safetensors = sys.modules.get("safetensors")
+    error = getattr(safetensors, "SafetensorError", None)
+    return (error,) if isinstance(error, type) and issubclass(error, BaseException) else ()
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
@@ -141,9 +158,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    except user_errors as error:
+    except (*user_errors, *_library_user_errors()) as error:
         if os.environ.get("HF_VASWANI_TRACEBACK"):
             raise
+        if isinstance(error, pickle.UnpicklingError):  # torch's message of a refused pickle is a page long
+            from .inference import describe_load_error
+
+            error = describe_load_error(error)
         print(f"hf-vaswani {args.command}: error: {_one_line(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -34,6 +34,7 @@ from transformers.utils import cached_file
 
 from .configuration_vaswani import ACTIVATIONS, VaswaniConfig
 from .modeling_vaswani import VaswaniForConditionalGeneration, VaswaniSinusoidalPositionalEncoding
+from .outputs import OutputPlan
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +86,7 @@ def convert_marian(
     out_dir: str | os.PathLike,
     *,
     dtype: str | torch.dtype | None = None,
+    overwrite: bool = False,
 ) -> Path:
     """Convert a Marian (OPUS-MT) translation model into a `VaswaniForConditionalGeneration` folder.
 
@@ -93,9 +95,12 @@ def convert_marian(
             `MarianMTModel.save_pretrained`, or a `MarianMTModel` in memory.
         out_dir: the folder to write (created if needed): `config.json`, `model.safetensors`,
             `generation_config.json` (Marian's, carried over), the modeling code for `trust_remote_code`, the Marian
-            tokenizer files when the source has them, and a model card `README.md`.
+            tokenizer files when the source has them, and a model card `README.md`. It is written whole
+            (`hf_vaswani.outputs`): into a temporary sibling, renamed into place once complete.
         dtype: `"float32"`, `"float16"`, `"bfloat16"` (or the `torch.dtype`) to store the weights in; `None` keeps
             the source's dtype. The equivalence check runs before the cast.
+        overwrite: replace an existing non-empty `out_dir` whole (none of its files remain); without it such a
+            folder is refused before anything is loaded.
 
     Returns:
         The output folder.
@@ -103,12 +108,12 @@ def convert_marian(
     Raises:
         MarianConversionError: the source is not a Marian model, sets an option hf_vaswani has no counterpart for
             (the message names it), or its weights do not match its config (the message lists the names).
+        ValueError / OSError: `out_dir` is the source folder (or holds it), cannot be written, or is not empty.
     """
     target_dtype = _resolve_dtype(dtype)
     out_dir = Path(out_dir)
+    plan = _output_plan(model_id_or_path, out_dir, overwrite)
     marian, source_id, files_source = _load_source(model_id_or_path)
-    if files_source is not None and Path(files_source).exists() and Path(files_source).resolve() == out_dir.resolve():
-        raise MarianConversionError(f"The output folder {str(out_dir)!r} is the source folder: choose another one.")
 
     notes: list[str] = []
     state_dict = marian.state_dict()
@@ -125,23 +130,46 @@ def convert_marian(
         )
     model.to(target_dtype or source_dtype)
     model.generation_config = _generation_config(marian)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out_dir)
-
-    if files_source is None:
-        notes.append(
-            "Tokenizer: not copied, the model was converted from memory; save the Marian tokenizer "
-            "(`tokenizer.save_pretrained(folder)`) into this folder to use `AutoTokenizer` on it."
+    with plan.writing() as staged:
+        folder = staged(plan.outputs[0].path)
+        _save_model(model, folder)
+        if files_source is None:
+            notes.append(
+                "Tokenizer: not copied, the model was converted from memory; save the Marian tokenizer "
+                "(`tokenizer.save_pretrained(folder)`) into this folder to use `AutoTokenizer` on it."
+            )
+            copied: list[str] = []
+        else:
+            copied = _copy_tokenizer_files(files_source, folder)
+            if not copied:
+                notes.append(f"Tokenizer: {source_id} has no tokenizer files; none were copied.")
+        for note in notes:
+            logger.warning(note)
+        _write_model_card(
+            folder, source_id, files_source, config, copied, max_abs_diff, notes, name=out_dir.resolve().name
         )
-        copied: list[str] = []
-    else:
-        copied = _copy_tokenizer_files(files_source, out_dir)
-        if not copied:
-            notes.append(f"Tokenizer: {source_id} has no tokenizer files; none were copied.")
-    for note in notes:
-        logger.warning(note)
-    _write_model_card(out_dir, source_id, files_source, config, copied, max_abs_diff, notes)
     return out_dir
+
+
+def _output_plan(source: str | os.PathLike | MarianMTModel, out_dir: Path, overwrite: bool) -> OutputPlan:
+    """The checked plan for writing `out_dir`: not the source folder, not holding it, writable, and empty unless
+    `overwrite`; checked before the source is loaded."""
+    local = None if isinstance(source, PreTrainedModel) else Path(os.fspath(source)).expanduser()
+    if local is not None and local.exists() and local.resolve() == out_dir.resolve():
+        raise MarianConversionError(f"The output folder {str(out_dir)!r} is the source folder: choose another one.")
+    plan = OutputPlan(inputs=[local] if local is not None and local.exists() else ())
+    plan.folder(out_dir, "output folder", overwrite=overwrite)
+    plan.check()
+    return plan
+
+
+def _save_model(model: VaswaniForConditionalGeneration, folder: Path) -> None:
+    from safetensors import SafetensorError
+
+    try:
+        model.save_pretrained(folder)
+    except SafetensorError as error:  # a full disk, for one, surfaces as this
+        raise OSError(f"Cannot write the converted weights into {folder}: {error}") from None
 
 
 def marian_layer_names(side: str) -> list[tuple[str, str]]:
@@ -239,12 +267,12 @@ def _load_source(source: str | os.PathLike | MarianMTModel) -> tuple[MarianMTMod
     source = os.fspath(source)
     try:
         config_dict, _ = PreTrainedConfig.get_config_dict(source)
-    except OSError as error:
-        raise MarianConversionError(f"Cannot read a config.json from {source!r}: {error}") from error
+    except (OSError, ValueError) as error:  # missing, not UTF-8, not JSON
+        raise MarianConversionError(f"Cannot read a config.json from {source!r}: {_one_line(error)}") from error
     _check_model_type(config_dict, source)
     config = MarianConfig.from_pretrained(source)
     _check_marian_config(config)
-    marian, info = MarianMTModel.from_pretrained(source, config=config, dtype="auto", output_loading_info=True)
+    marian, info = _load_marian_weights(source, config)
     problems = []
     if info.get("missing_keys"):
         problems.append(f"missing weights (would be random): {sorted(info['missing_keys'])}")
@@ -257,6 +285,25 @@ def _load_source(source: str | os.PathLike | MarianMTModel) -> tuple[MarianMTMod
     if problems:
         raise MarianConversionError(f"The checkpoint {source!r} does not match MarianMTModel: " + "; ".join(problems))
     return marian, source, source
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split())
+
+
+def _load_marian_weights(source: str, config: MarianConfig) -> tuple[MarianMTModel, dict[str, Any]]:
+    """`MarianMTModel.from_pretrained` with its loading info; unreadable weights (a damaged safetensors file, a
+    pickle that ``torch.load(weights_only=True)`` refuses to run) are a `MarianConversionError` naming `source`."""
+    from pickle import UnpicklingError
+
+    from safetensors import SafetensorError
+
+    from .inference import describe_load_error
+
+    try:
+        return MarianMTModel.from_pretrained(source, config=config, dtype="auto", output_loading_info=True)
+    except (SafetensorError, UnpicklingError, OSError, RuntimeError, ValueError) as error:
+        raise MarianConversionError(f"Cannot load the weights of {source!r}: {describe_load_error(error)}") from error
 
 
 def _check_model_type(config: PreTrainedConfig | dict[str, Any], source: str) -> None:
@@ -506,10 +553,13 @@ def _copy_tokenizer_files(source: str, out_dir: Path) -> list[str]:
             copied.append(name)
     if "source.spm" in copied:
         config_path = out_dir / "tokenizer_config.json"
-        tokenizer_config = json.loads(config_path.read_text()) if config_path.exists() else {}
+        try:
+            tokenizer_config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.exists() else {}
+        except ValueError as error:  # not UTF-8, or not JSON
+            raise MarianConversionError(f"{source}: tokenizer_config.json is not valid JSON ({error}).") from None
         if not tokenizer_config.get("tokenizer_class"):
             tokenizer_config["tokenizer_class"] = "MarianTokenizer"
-            config_path.write_text(json.dumps(tokenizer_config, indent=2, ensure_ascii=False) + "\n")
+            config_path.write_text(json.dumps(tokenizer_config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
             if "tokenizer_config.json" not in copied:
                 copied.append("tokenizer_config.json")
     return copied
@@ -542,7 +592,10 @@ def _write_model_card(
     tokenizer_files: list[str],
     max_abs_diff: float | None,
     notes: list[str],
+    *,
+    name: str,
 ) -> None:
+    """Write the model card ``README.md`` into `out_dir` (the folder being written; `name` is the final folder's)."""
     source_card = _source_card(files_source)
     license_id = source_card.data.license if source_card is not None else None
     language = source_card.data.language if source_card is not None else None
@@ -555,7 +608,6 @@ def _write_model_card(
         tags=["hf-vaswani", "translation", "marian"],
         base_model=files_source if is_hub_id else None,
     )
-    name = out_dir.resolve().name
     source_ref = source_id if source_id == IN_MEMORY else f"`{source_id}`"
     license_line = (
         f"License: `{license_id}`, carried over from the original model card of {source_ref}."

@@ -8,7 +8,12 @@ BLEU and chrF (sacrebleu's defaults, on detokenized text) per direction on ``Eng
 Input problems are never silently mangled: a source longer than the model accepts is cut to that length with a
 `TruncatedInputWarning` naming the sentences; malformed lines of a pairs file are skipped with one warning that
 gives their line numbers (`hf_vaswani.data.read_pairs`), or rejected with ``strict=True`` (``--strict``);
-stdin that is not UTF-8 is rejected with the numbers of the bad lines.
+stdin that is not UTF-8 is rejected with the numbers of the bad lines. A text most of whose characters the
+tokenizer does not know (emoji only, say: they would all be ``<unk>``) is refused, and characters it does not know
+in other texts are named in an `UnknownCharactersWarning` (`check_known_characters`).
+Settings are checked against the model before anything is generated: a device this machine has
+(`resolve_device`), a beam size up to the vocabulary and a length up to the model's positions
+(`generation_limits`).
 """
 
 from __future__ import annotations
@@ -26,13 +31,23 @@ from .paths import DEFAULT_MODEL, default_model_path, looks_like_local_path  # (
 __all__ = [
     "DEFAULT_MODEL",
     "EvaluationResult",
+    "GenerationLimits",
+    "MAX_UNKNOWN_SHARE",
     "TruncatedInputWarning",
+    "UnknownCharacters",
+    "UnknownCharactersWarning",
+    "check_generation_settings",
+    "check_known_characters",
     "default_model_path",
+    "describe_load_error",
     "evaluate_file",
     "evaluate_pairs",
+    "generation_limits",
     "load_translator",
+    "resolve_device",
     "score_translations",
     "translate",
+    "unknown_characters",
 ]
 
 _REPORTED = 5
@@ -40,6 +55,20 @@ _REPORTED = 5
 
 class TruncatedInputWarning(UserWarning):
     """Some sources were longer than the model accepts and only their beginning was translated."""
+
+
+class UnknownCharactersWarning(UserWarning):
+    """Some sources hold characters the tokenizer does not know: the model reads each as ``<unk>``."""
+
+
+class GenerationLimits(NamedTuple):
+    """The largest settings `generate` can run a model with (`generation_limits`)."""
+
+    #: The decoder's vocabulary size: the first step has no more distinct tokens to fill the beams with.
+    num_beams: int
+    #: ``max_position_embeddings - 1``: the decoder start token takes one of the model's positions (and
+    #: transformers warns once ``max_length``, which counts it, passes ``max_position_embeddings``).
+    max_new_tokens: int
 
 
 class EvaluationResult(NamedTuple):
@@ -62,6 +91,160 @@ def _max_source_tokens(model: Any, tokenizer: Any) -> int:
     return min(valid) if valid else 10**9
 
 
+def resolve_device(device: str | torch.device | None = None) -> torch.device:
+    """The torch device `device` names, checked to exist on this machine; None: ``cuda`` when PyTorch sees a
+    GPU, else ``cpu``.
+
+    Raises:
+        ValueError: `device` is not a torch device name (``"bogus"``), or names one this machine does not have
+            (``"cuda"`` without a GPU, ``"cuda:3"`` with one GPU, ``"meta"``, which holds no weights).
+    """
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(
+            f"Unknown device {str(device)!r}: expected a torch device such as cpu, cuda, cuda:1 or mps."
+        ) from None
+    if resolved.type == "cpu":
+        return resolved
+    if resolved.type == "meta":
+        raise ValueError("Device 'meta' holds no data: a model cannot run there; choose cpu or a GPU.")
+    backend = torch.backends.mps if resolved.type == "mps" else getattr(torch, resolved.type, None)
+    is_available = getattr(backend, "is_available", None)
+    if not callable(is_available) or not is_available():
+        raise ValueError(f"Device {str(device)!r} is not available: PyTorch finds no {resolved.type} device here.")
+    count = getattr(getattr(torch, resolved.type, None), "device_count", None)
+    if resolved.index is not None and callable(count) and resolved.index >= count():
+        raise ValueError(
+            f"Device {str(device)!r} does not exist: PyTorch finds {count()} {resolved.type} device(s), "
+            f"numbered from 0."
+        )
+    return resolved
+
+
+def generation_limits(model: Any) -> GenerationLimits:
+    """The largest beam size and number of new tokens `model` can generate with (see `GenerationLimits`)."""
+    config = model.config
+    vocabulary = getattr(config, "decoder_vocab_size", None) or config.vocab_size
+    positions = getattr(config, "max_position_embeddings", None)
+    new_tokens = positions - 1 if isinstance(positions, int) and positions > 1 else 10**6
+    return GenerationLimits(num_beams=int(vocabulary), max_new_tokens=int(new_tokens))
+
+
+def check_generation_settings(model: Any, *, num_beams: int | None = None, max_new_tokens: int | None = None) -> None:
+    """Refuse a beam size or a length `model` cannot generate with (`generation_limits`), before any work.
+
+    Raises:
+        ValueError: a value below 1, or above the model's limit (the message gives the limit and why).
+    """
+    for name, value in (("num_beams", num_beams), ("max_new_tokens", max_new_tokens)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    limits = generation_limits(model)
+    if num_beams is not None and num_beams > limits.num_beams:
+        raise ValueError(
+            f"num_beams={num_beams} is more than the model's vocabulary of {limits.num_beams} tokens: a beam "
+            f"search cannot fill more than {limits.num_beams} beams."
+        )
+    if max_new_tokens is not None and max_new_tokens > limits.max_new_tokens:
+        raise ValueError(
+            f"max_new_tokens={max_new_tokens} is more than this model can generate: at most {limits.max_new_tokens} "
+            f"(its max_position_embeddings, {limits.max_new_tokens + 1}, less the decoder start token)."
+        )
+
+
+class UnknownCharacters(NamedTuple):
+    """What `unknown_characters` finds in a text."""
+
+    #: The distinct stretches of the text the tokenizer reads as its unknown token, in order.
+    pieces: list[str]
+    #: The share of the text's non-space characters inside those stretches (0 to 1).
+    share: float
+
+
+def unknown_characters(tokenizer: Any, text: str) -> UnknownCharacters:
+    """The characters of `text` that `tokenizer` can only read as its unknown token (``<unk>``), and their share
+    of the text's non-space characters. A tokenizer without character offsets (a slow one) gives the share of
+    unknown pieces among all pieces, each shown as the unknown token."""
+    unk_id = getattr(tokenizer, "unk_token_id", None)
+    fast = bool(getattr(tokenizer, "is_fast", False))
+    encoding = tokenizer(text, add_special_tokens=False, return_offsets_mapping=fast, verbose=False)
+    ids = list(encoding["input_ids"])
+    spans = encoding["offset_mapping"] if fast else [None] * len(ids)
+    pieces: list[str] = []
+    unknown_size = 0
+    for token_id, span in zip(ids, spans, strict=True):
+        if unk_id is None or token_id != unk_id:
+            continue
+        piece = text[span[0] : span[1]].strip() if span else ""
+        unknown_size += len(piece) if span else 1
+        piece = piece or str(tokenizer.unk_token)
+        if piece not in pieces:
+            pieces.append(piece)
+    if fast:
+        total = sum(not character.isspace() for character in text)
+    else:  # pieces that carry text (not a bare word-boundary mark)
+        tokens = tokenizer.convert_ids_to_tokens(ids)
+        total = sum(1 for i, token in zip(ids, tokens, strict=True) if i == unk_id or str(token).strip("\u2581 "))
+    return UnknownCharacters(pieces, unknown_size / max(1, total))
+
+
+#: A text more than this share of whose characters the tokenizer reads as ``<unk>`` is refused (the shipped
+#: pipeline warns from the same share).
+MAX_UNKNOWN_SHARE = 0.5
+
+
+def check_known_characters(tokenizer: Any, sentences: Sequence[str], labels: Sequence[str]) -> None:
+    """The rule for characters the model does not know, for every caller (commands, demo): a text more than half of
+    whose non-space characters the tokenizer reads as ``<unk>`` (emoji only, another script) is refused, since
+    the model would translate next to nothing into a sentence; unknown characters in any other text are named in
+    one `UnknownCharactersWarning` (the model reads each as ``<unk>``).
+
+    Raises:
+        ValueError: naming the texts (by `labels`) that are mostly unknown characters, and those characters.
+    """
+    refused, warned = [], []
+    for label, sentence in zip(labels, sentences, strict=True):
+        found = unknown_characters(tokenizer, sentence)
+        shown = f"{label} ({' '.join(found.pieces[:10])}{' ...' if len(found.pieces) > 10 else ''})"
+        if found.share > MAX_UNKNOWN_SHARE:
+            refused.append(shown)
+        elif found.pieces:
+            warned.append(shown)
+    if refused:
+        raise ValueError(
+            "Most characters of "
+            + _listed(refused)
+            + " are unknown to the model: it would read them as <unk>, so there is next to nothing to translate. "
+            "Nothing was translated."
+        )
+    if warned:
+        warnings.warn(
+            "characters the model has never seen, read as <unk>: " + _listed(warned) + ".",
+            UnknownCharactersWarning,
+            stacklevel=4,  # the caller of translate()
+        )
+
+
+def describe_load_error(error: BaseException) -> str:
+    """One line saying why loading a model failed: for a pickle that ``torch.load(weights_only=True)`` refused,
+    the refused object only (torch's message goes on for a page, ANSI escapes included); else the message."""
+    import pickle
+    import re
+
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
+    if isinstance(error, pickle.UnpicklingError):
+        found = re.search(r"WeightsUnpickler error: ([^\n]*?)(?:\. |\.?$|\n)", text, re.MULTILINE)
+        reason = found.group(1) if found else " ".join(text.split())[:200]
+        return (
+            f"a pickled weights file holds an object that torch.load(weights_only=True) refuses to run ({reason}); "
+            "nothing from it was run"
+        )
+    return " ".join(text.split())
+
+
 def load_translator(
     model: str | os.PathLike[str] | None = None, device: str | None = None, dtype: str | None = None
 ) -> tuple[Any, Any]:
@@ -69,12 +252,17 @@ def load_translator(
 
     Raises:
         FileNotFoundError: if `model` is a local path that does not hold a model.
-        ValueError: if the model or its tokenizer cannot be loaded from it (damaged or foreign files).
+        ValueError: if the model or its tokenizer cannot be loaded from it (damaged or foreign files, a pickled
+            checkpoint that ``torch.load(weights_only=True)`` refuses), or `device` is not a device this machine
+            has (`resolve_device`).
     """
+    from pickle import UnpicklingError
+
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     import hf_vaswani  # noqa: F401  (registers the "vaswani" model type with the Auto classes)
 
+    target = resolve_device(device)
     name = str(model) if model is not None else default_model_path()  # the default is a folder, never a Hub id
     local = model is None or looks_like_local_path(name)
     if local and not (Path(name).expanduser() / "config.json").is_file():
@@ -89,10 +277,10 @@ def load_translator(
     try:
         tokenizer = AutoTokenizer.from_pretrained(name)
         loaded = AutoModelForSeq2SeqLM.from_pretrained(name, **kwargs)
-    except (SafetensorError, RuntimeError, KeyError, ValueError, OSError) as error:
+    except (SafetensorError, UnpicklingError, RuntimeError, KeyError, ValueError, OSError) as error:
         # A damaged or foreign folder: say which one, in one line (HF_VASWANI_TRACEBACK=1 shows the cause).
-        raise ValueError(f"Cannot load the model at {name!r}: {' '.join(str(error).split())}") from error
-    loaded.to(device or ("cuda" if torch.cuda.is_available() else "cpu")).eval()
+        raise ValueError(f"Cannot load the model at {name!r}: {describe_load_error(error)}") from error
+    loaded.to(target).eval()
     return loaded, tokenizer
 
 
@@ -114,31 +302,84 @@ def translate(
     `max_new_tokens` and `length_penalty` default to the model's generation config. A sentence longer than the
     model accepts (``max_position_embeddings`` tokens, language token and ``</s>`` included) is cut to that
     length, with one `TruncatedInputWarning` that names the sentences (by `labels`, default "sentence i").
+    Everything is checked before the first sentence is translated.
 
     Raises:
-        ValueError: on an unknown direction, no sentences, an empty sentence, or a batch size, beam size or
-            maximum length below 1.
+        ValueError: on an unknown direction, no sentences, an empty sentence, a sentence most of whose
+            characters the tokenizer does not know (`check_known_characters`), a batch size below 1, or a beam
+            size or maximum length the model cannot generate with (`check_generation_settings`).
     """
+    sentences = list(sentences)
+    labels = list(labels) if labels is not None else [f"sentence {i}" for i in range(1, len(sentences) + 1)]
+    settings = dict(num_beams=num_beams, batch_size=batch_size, max_new_tokens=max_new_tokens)
+    sources = _checked_sources(model, tokenizer, sentences, direction, labels, **settings)
+    return _generate(model, tokenizer, sources, labels, length_penalty=length_penalty, **settings)
+
+
+def _checked_sources(
+    model: Any,
+    tokenizer: Any,
+    sentences: Sequence[str],
+    direction: str,
+    labels: Sequence[str],
+    *,
+    num_beams: int | None,
+    batch_size: int,
+    max_new_tokens: int | None,
+) -> list[str]:
+    """The sources of `sentences` (language token first), once every input and setting has been checked."""
     from .languages import direction_to_languages, source_with_language
 
     _, target_lang = direction_to_languages(direction)
     sentences = list(sentences)
-    labels = list(labels) if labels is not None else [f"sentence {i}" for i in range(1, len(sentences) + 1)]
     if len(labels) != len(sentences):
         raise ValueError(f"Got {len(labels)} labels for {len(sentences)} sentences.")
     if not sentences:
         raise ValueError("No sentence to translate: the input is empty.")
-    for name, value in (("batch_size", batch_size), ("num_beams", num_beams), ("max_new_tokens", max_new_tokens)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+    check_generation_settings(model, num_beams=num_beams, max_new_tokens=max_new_tokens)
     sources = []
     for label, sentence in zip(labels, sentences, strict=True):
         try:
             sources.append(source_with_language(sentence, target_lang))
         except (ValueError, TypeError) as error:
             raise ValueError(f"{label[:1].upper()}{label[1:]}: {error}") from None
+    check_known_characters(tokenizer, sentences, labels)
+    return sources
+
+
+def _generate_kwargs(
+    model: Any, num_beams: int | None, max_new_tokens: int | None, length_penalty: float | None
+) -> dict[str, Any]:
+    generate_kwargs: dict[str, Any] = {}
+    if num_beams is not None:
+        generate_kwargs["num_beams"] = num_beams
+    if max_new_tokens is not None:
+        if getattr(getattr(model, "generation_config", None), "max_new_tokens", None) is not None:
+            generate_kwargs["max_new_tokens"] = max_new_tokens
+        else:  # as max_length (the decoder start token counts), so it does not clash with a saved max_length
+            generate_kwargs["max_length"] = max_new_tokens + 1
+    if length_penalty is not None:
+        generate_kwargs["length_penalty"] = float(length_penalty)
+    return generate_kwargs
+
+
+def _generate(
+    model: Any,
+    tokenizer: Any,
+    sources: Sequence[str],
+    labels: Sequence[str],
+    *,
+    num_beams: int | None,
+    batch_size: int,
+    max_new_tokens: int | None,
+    length_penalty: float | None,
+) -> list[str]:
+    """Translate the checked `sources` in batches of similar length; warns about the ones cut to the model's
+    length."""
     limit = _max_source_tokens(model, tokenizer)
-    lengths = [len(ids) for ids in tokenizer(sources, verbose=False)["input_ids"]]
+    lengths = [len(ids) for ids in tokenizer(list(sources), verbose=False)["input_ids"]]
     too_long = [i for i, n in enumerate(lengths) if n > limit]
     if too_long:
         warnings.warn(
@@ -147,18 +388,11 @@ def translate(
             + _listed([f"{labels[i]} ({lengths[i]} tokens)" for i in too_long])
             + ".",
             TruncatedInputWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     order = sorted(range(len(sources)), key=lambda i: lengths[i], reverse=True)
     results: list[str] = [""] * len(sources)
-    generate_kwargs: dict[str, Any] = {}
-    if num_beams is not None:
-        generate_kwargs["num_beams"] = num_beams
-    if max_new_tokens is not None:
-        # As max_length (the decoder start token counts), so it does not clash with the saved max_length.
-        generate_kwargs["max_length"] = max_new_tokens + 1
-    if length_penalty is not None:
-        generate_kwargs["length_penalty"] = float(length_penalty)
+    generate_kwargs = _generate_kwargs(model, num_beams, max_new_tokens, length_penalty)
     device = next(model.parameters()).device
     for start in range(0, len(order), batch_size):
         indices = order[start : start + batch_size]
@@ -215,7 +449,8 @@ def evaluate_pairs(
         translations, in the order of `pairs`.
 
     Raises:
-        ValueError: on an unknown direction or no pairs.
+        ValueError: on an unknown direction, no pairs, or a source or setting `translate` refuses (checked for
+            every direction before the first is translated).
     """
     from .data import LANGUAGES
     from .languages import direction_to_languages
@@ -228,23 +463,26 @@ def evaluate_pairs(
     if not pairs:
         raise ValueError("No sentence pair to evaluate.")
     generation = getattr(model, "generation_config", None)
-    scores: dict[str, dict[str, Any]] = {}
-    hypotheses: dict[str, list[str]] = {}
-    for direction in dict.fromkeys(directions):
-        source_lang, target_lang = direction_to_languages(direction)
-        sources = [pair[LANGUAGES.index(source_lang)] for pair in pairs]
-        references = [pair[LANGUAGES.index(target_lang)] for pair in pairs]
-        hypotheses[direction] = translate(
+    labels = list(labels) if labels is not None else [f"pair {i}" for i in range(1, len(pairs) + 1)]
+    settings = dict(num_beams=num_beams, batch_size=batch_size, max_new_tokens=max_new_tokens)
+    # Every direction's sources are checked before the first one is translated.
+    checked = {
+        direction: _checked_sources(
             model,
             tokenizer,
-            sources,
+            [pair[LANGUAGES.index(direction_to_languages(direction)[0])] for pair in pairs],
             direction,
-            num_beams=num_beams,
-            batch_size=batch_size,
-            max_new_tokens=max_new_tokens,
-            length_penalty=length_penalty,
-            labels=labels,
+            labels,
+            **settings,
         )
+        for direction in dict.fromkeys(directions)
+    }
+    scores: dict[str, dict[str, Any]] = {}
+    hypotheses: dict[str, list[str]] = {}
+    for direction, sources in checked.items():
+        target_lang = direction_to_languages(direction)[1]
+        references = [pair[LANGUAGES.index(target_lang)] for pair in pairs]
+        hypotheses[direction] = _generate(model, tokenizer, sources, labels, length_penalty=length_penalty, **settings)
         scores[direction] = {
             **score_translations(hypotheses[direction], references),
             "sentences": len(pairs),

@@ -11,7 +11,21 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["EXTRAS", "finite_float", "missing_extra", "positive_int"]
+__all__ = [
+    "EXTRAS",
+    "MAX_NUM_BEAMS",
+    "beam_size",
+    "finite_float",
+    "head_indices",
+    "missing_extra",
+    "positive_int",
+    "utf8_text",
+]
+
+#: The largest ``--num-beams`` the commands accept. Translation quality stops improving after a beam of about 5-10
+#: and then falls (Koehn and Knowles 2017, "Six challenges for NMT"), while memory grows with beams x sentences x
+#: the cache of every layer; 64 leaves room for experiments and keeps a batch of 32 within a few GB.
+MAX_NUM_BEAMS = 64
 
 #: The optional dependency (a top-level module name) -> the extra of ``hf-vaswani`` that installs it.
 EXTRAS = {
@@ -29,6 +43,9 @@ EXTRAS = {
     "gradio": "demo",
     "ctranslate2": "fast",
     "eflomal": "align",
+    "onnx": "onnx",
+    "onnxruntime": "onnx",
+    "onnxscript": "onnx",
 }
 
 
@@ -57,3 +74,39 @@ def finite_float(text: str) -> float:
     if value != value or value in (float("inf"), float("-inf")):
         raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
     return value
+
+
+def beam_size(text: str) -> int:
+    """An argparse ``type`` for ``--num-beams``: a whole number from 1 to `MAX_NUM_BEAMS` (the model's vocabulary
+    bounds it too, checked once the model is loaded)."""
+    value = positive_int(text)
+    if value > MAX_NUM_BEAMS:
+        raise argparse.ArgumentTypeError(
+            f"expected a beam size from 1 to {MAX_NUM_BEAMS}, got {text!r} (larger beams translate no better and "
+            "need memory in proportion)"
+        )
+    return value
+
+
+def utf8_text(text: str) -> str:
+    """An argparse ``type`` for text arguments (sentences): refuses bytes that are not UTF-8, which Python hands
+    over as surrogate escapes, naming the byte and where it is."""
+    for index, character in enumerate(text):
+        if "\udc80" <= character <= "\udcff":
+            shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise argparse.ArgumentTypeError(
+                f'"{shown}" is not valid UTF-8 (byte 0x{ord(character) - 0xDC00:02x} at character {index + 1}): '
+                "write the text in UTF-8"
+            )
+    return text
+
+
+def head_indices(text: str) -> str | list[int]:
+    """An argparse ``type`` for ``--heads``: ``all``, or comma-separated head indices (0, 1, ...); the number of
+    heads of the model bounds them, checked once the model is loaded."""
+    if text.strip() == "all":
+        return "all"
+    parts = [part.strip() for part in text.split(",")]
+    if not parts or any(not (part.isascii() and part.isdigit()) for part in parts):
+        raise argparse.ArgumentTypeError(f"expected 'all' or comma-separated head numbers such as 0,2, got {text!r}")
+    return [int(part) for part in parts]

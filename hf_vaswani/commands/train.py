@@ -29,13 +29,17 @@ def _run_average(args: argparse.Namespace) -> int:
     for path in paths:
         if not path.exists():
             raise FileNotFoundError(f"No such checkpoint or run folder: {str(path)!r}")
+    run_dir = None
     if len(paths) == 1 and paths[0].is_dir() and not any(paths[0].glob("model*.safetensors")):
         # A run directory: take its last N complete checkpoints.
-        found = find_checkpoints(paths[0], warn=True)
+        run_dir = paths[0]
+        found = find_checkpoints(run_dir, warn=True)
         if not found:
-            raise FileNotFoundError(f"No complete checkpoint-N folder with a model in {str(paths[0])!r}.")
+            raise FileNotFoundError(f"No complete checkpoint-N folder with a model in {str(run_dir)!r}.")
         paths = found[-args.last :]
-    out = average_checkpoints(paths, args.output, dtype=args.dtype)
+    out = average_checkpoints(
+        paths, args.output, dtype=args.dtype, overwrite=args.overwrite, inputs=[run_dir] if run_dir else ()
+    )
     print(f"Averaged {len(paths)} checkpoints ({', '.join(p.name for p in paths)}) into {out}")
     return 0
 
@@ -76,7 +80,17 @@ def _add_average(subparsers: Any) -> None:
         "directory to average its last --last checkpoints.",
     )
     average.add_argument("checkpoints", nargs="+", help="checkpoint folders, or one run directory")
-    average.add_argument("-o", "--output", required=True, help="folder to write the averaged model to")
+    average.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="folder to write the averaged model to (written whole: a failure leaves an existing folder as it was)",
+    )
+    average.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a non-empty --output folder whole (without it such a folder is refused before any work)",
+    )
     average.add_argument(
         "--last", type=positive_int, default=5, help="with a run directory: how many checkpoints (default 5)"
     )

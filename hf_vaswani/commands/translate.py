@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..paths import DEFAULT_MODEL
-from . import finite_float, positive_int
+from . import beam_size, finite_float, positive_int, utf8_text
 
 _REPORTED = 5
 
@@ -53,10 +53,11 @@ def _read_sentences(arguments: Sequence[str]) -> list[str]:
 
 
 def _run_translate(args: argparse.Namespace) -> int:
-    from ..inference import load_translator, translate
+    from ..inference import load_translator, resolve_device, translate
     from ..languages import direction_to_languages
 
     direction_to_languages(args.direction)
+    resolve_device(args.device)
     sentences = _read_sentences(args.sentences)
     if args.sentences:
         empty = [i for i, s in enumerate(sentences, start=1) if not s.strip()]
@@ -97,28 +98,27 @@ def _hypotheses_paths(output: str, directions: Sequence[str]) -> dict[str, Path]
     return {d: path.with_name(f"{path.stem}.{d}{path.suffix}") for d in directions}
 
 
-def _check_writable(path: Path, what: str) -> None:
-    if path.is_dir():
-        raise IsADirectoryError(f"{what} {str(path)!r} is a folder, not a file.")
-    if not path.parent.is_dir():
-        raise FileNotFoundError(f"No folder {str(path.parent)!r} to write the {what} {path.name!r} into.")
-
-
 def _run_evaluate(args: argparse.Namespace) -> int:
     from ..data import read_pairs
-    from ..inference import evaluate_pairs, load_translator
+    from ..inference import evaluate_pairs, load_translator, resolve_device
     from ..languages import direction_to_languages
+    from ..outputs import OutputPlan
 
     directions = list(dict.fromkeys(args.direction or ["es-en", "en-es"]))
     for direction in directions:
         direction_to_languages(direction)
+    resolve_device(args.device)
     if not Path(args.data).is_file():
         raise FileNotFoundError(f"No such file of sentence pairs: {args.data!r}")
-    outputs = _hypotheses_paths(args.output, directions) if args.output else {}
-    for path in outputs.values():
-        _check_writable(path, "hypotheses file")
-    if args.json:
-        _check_writable(Path(args.json), "JSON file")
+    # Every output is checked before any work, and written only once everything has been translated and scored.
+    plan = OutputPlan(inputs=[args.data, args.model])
+    shown = _hypotheses_paths(args.output, directions) if args.output else {}
+    outputs = {
+        direction: plan.file(path, f"hypotheses file ({direction})" if len(directions) > 1 else "hypotheses file")
+        for direction, path in shown.items()
+    }
+    json_path = plan.file(args.json, "JSON file") if args.json else None
+    plan.check()
     pairs = read_pairs(args.data, strict=args.strict)  # before loading the model: bad input fails fast
     if args.limit:
         pairs = pairs[: args.limit]
@@ -134,12 +134,14 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         length_penalty=args.length_penalty,
         labels=[f"pair {i}" for i in range(1, len(pairs) + 1)],
     )
-    for direction, path in outputs.items():
-        path.write_text("".join(line + "\n" for line in result.hypotheses[direction]), encoding="utf-8")
-        print(f"hf-vaswani evaluate: {direction} translations written to {path}", file=sys.stderr)
     text = json.dumps(result.scores, indent=2, ensure_ascii=False)
-    if args.json:
-        Path(args.json).write_text(text + "\n", encoding="utf-8")
+    with plan.writing() as staged:
+        for direction, path in outputs.items():
+            staged(path).write_text("".join(line + "\n" for line in result.hypotheses[direction]), encoding="utf-8")
+        if json_path is not None:
+            staged(json_path).write_text(text + "\n", encoding="utf-8")
+    for direction, path in shown.items():
+        print(f"hf-vaswani evaluate: {direction} translations written to {path}", file=sys.stderr)
     print(text)
     return 0
 
@@ -150,7 +152,9 @@ def _add_generation_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"model folder or Hub id (default: {DEFAULT_MODEL} of the repository)",
     )
-    parser.add_argument("--num-beams", type=positive_int, default=None, help="beam size (default: the model's, 4)")
+    parser.add_argument(
+        "--num-beams", type=beam_size, default=None, help="beam size, at most 64 (default: the model's, 4)"
+    )
     parser.add_argument(
         "--length-penalty",
         type=finite_float,
@@ -158,8 +162,15 @@ def _add_generation_options(parser: argparse.ArgumentParser) -> None:
         help="beam search length penalty alpha (default: the model's, 0.6 as in sec. 6.1)",
     )
     parser.add_argument("--batch-size", type=positive_int, default=32, help="sentences per generate() call")
-    parser.add_argument("--max-new-tokens", type=positive_int, default=None, help="longest translation, in tokens")
-    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
+    parser.add_argument(
+        "--max-new-tokens",
+        type=positive_int,
+        default=None,
+        help="longest translation, in tokens: at most the model's max_position_embeddings - 1",
+    )
+    parser.add_argument(
+        "--device", default=None, help="cpu, cuda, cuda:1 ... , checked before any work (default: cuda if available)"
+    )
 
 
 def add_parser(subparsers: Any) -> None:
@@ -172,7 +183,9 @@ def add_parser(subparsers: Any) -> None:
         "stdin must be UTF-8. A sentence longer than the model accepts is cut, with a warning naming it.",
         epilog='example: echo "Tengo hambre." | hf-vaswani translate --direction es-en',
     )
-    parser.add_argument("sentences", nargs="*", help="sentences to translate (default: read stdin)")
+    parser.add_argument(
+        "sentences", nargs="*", type=utf8_text, help="sentences to translate, UTF-8 (default: read stdin)"
+    )
     parser.add_argument("--direction", default="es-en", help="es-en (default) or en-es")
     _add_generation_options(parser)
     parser.set_defaults(func=_run_translate)
@@ -193,7 +206,7 @@ def add_parser(subparsers: Any) -> None:
         "--output",
         metavar="FILE",
         help="write the translations, one line per scored pair; with both directions FILE.es-en.txt-style "
-        "names (or put {direction} in FILE)",
+        "names (or put {direction} in FILE). Checked before any work: not the data file, not the --json file",
     )
     evaluate.add_argument("--json", metavar="FILE", help="also write the scores (the JSON printed) to FILE")
     evaluate.add_argument("--strict", action="store_true", help="reject a malformed line instead of skipping it")

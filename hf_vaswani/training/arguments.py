@@ -73,5 +73,6 @@ def build_training_arguments(config: Mapping[str, Any], d_model: int) -> Seq2Seq
         dataloader_num_workers=int(training["dataloader_num_workers"]),
         disable_tqdm=bool(training["disable_tqdm"]),
         report_to=training["report_to"],
+        use_cache=True,  # Trainer copies this into the model's config, which is saved: generate() caches
         remove_unused_columns=not config["alignment"]["guided"],  # guided alignment's links reach the collator
     )

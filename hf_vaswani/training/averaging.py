@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
 
+from ..outputs import OutputPlan
 from .checkpoints import TRAINING_ARGS_JSON
-from .weights import read_state_dict, resolve_dtype, set_config_dtype
+from .weights import read_state_dict, resolve_dtype, save_state_dict, set_config_dtype
 
 __all__ = ["average_checkpoints"]
 
@@ -36,8 +36,12 @@ def _check_folders(folders: Sequence[Path], out_dir: Path) -> None:
     target = out_dir.resolve()
     if any(target == f.resolve() for f in folders):
         raise ValueError(f"The output folder {str(out_dir)!r} is one of the checkpoints: choose another one.")
-    if out_dir.exists() and not out_dir.is_dir():
-        raise NotADirectoryError(f"The output {str(out_dir)!r} is a file, not a folder.")
+    config = folders[-1] / "config.json"
+    if config.is_file():  # copied into the average: a damaged one is named here, before any work
+        try:
+            json.loads(config.read_text(encoding="utf-8"))
+        except ValueError as error:  # not UTF-8, or not JSON
+            raise ValueError(f"{config}: not a valid config.json ({error}).") from None
 
 
 def _mean_state_dict(folders: Sequence[Path], dtype: torch.dtype | None) -> dict[str, torch.Tensor]:
@@ -87,6 +91,9 @@ def average_checkpoints(
     paths: Sequence[str | os.PathLike[str]],
     out_dir: str | os.PathLike[str],
     dtype: str | torch.dtype | None = None,
+    *,
+    overwrite: bool = False,
+    inputs: Sequence[str | os.PathLike[str]] = (),
 ) -> Path:
     """Average the weights of several checkpoints of one model (sec. 6.1) into a loadable model folder.
 
@@ -95,19 +102,30 @@ def average_checkpoints(
     generation config, the tokenizer files and the modeling code of the LAST checkpoint (no optimizer or
     trainer state). With `dtype` (``"bfloat16"``/``"float16"``) the average is cast for shipping.
 
+    The folder is written as a whole (`hf_vaswani.outputs`): into a temporary sibling, renamed into place once
+    complete, so a failure part-way leaves an existing `out_dir` as it was. An existing non-empty `out_dir` is
+    refused unless `overwrite`, which replaces it whole. `inputs` are more paths the caller reads (a run
+    directory): `out_dir` may not be one of them or hold one.
+
     Raises:
-        ValueError: on fewer than one path, or checkpoints with different tensor names or shapes.
+        ValueError: on fewer than one path, checkpoints with different tensor names or shapes, or an output
+            that is one of the inputs.
+        OSError: `out_dir` cannot be written (checked before anything is read), or is not empty.
     """
     folders = [Path(p) for p in paths]
     out_dir = Path(out_dir)
     _check_folders(folders, out_dir)
+    plan = OutputPlan(inputs=[*folders, *inputs])
+    target = plan.folder(out_dir, "output folder", overwrite=overwrite)
+    plan.check()
     target_dtype = resolve_dtype(dtype)
     averaged = _mean_state_dict(folders, target_dtype)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    _copy_model_files(folders[-1], out_dir)
-    save_file(averaged, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
-    if target_dtype is not None:
-        set_config_dtype(out_dir, target_dtype)
-    with open(out_dir / "averaged_from.json", "w", encoding="utf-8") as handle:
-        json.dump({"checkpoints": [str(f) for f in folders]}, handle, indent=2)
+    with plan.writing() as staged:
+        folder = staged(target)
+        _copy_model_files(folders[-1], folder)
+        save_state_dict(averaged, folder / "model.safetensors")
+        if target_dtype is not None:
+            set_config_dtype(folder, target_dtype)
+        with open(folder / "averaged_from.json", "w", encoding="utf-8") as handle:
+            json.dump({"checkpoints": [str(f) for f in folders]}, handle, indent=2)
     return out_dir

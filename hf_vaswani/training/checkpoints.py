@@ -1,5 +1,5 @@
 """The checkpoints of a run directory: which ``checkpoint-N`` folders are complete, and publishing a folder
-atomically (written under ``tmp-NAME``, then renamed into place in one step)."""
+atomically (written under ``tmp-NAME``, then renamed into place in one step: `hf_vaswani.outputs.publish_dir`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from pathlib import Path
 
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from .weights import safetensors_problem
+from ..outputs import STAGING_PREFIX as OUTPUTS_STAGING_PREFIX
+from ..outputs import publish_dir
+from .weights import safetensors_problem, shard_paths
 
 __all__ = [
     "STAGING_PREFIX",
@@ -28,8 +30,9 @@ __all__ = [
     "remove_staging_dirs",
 ]
 
-#: A checkpoint is written into ``tmp-checkpoint-N`` and renamed to ``checkpoint-N`` once complete.
-STAGING_PREFIX = "tmp-"
+#: A checkpoint is written into ``tmp-checkpoint-N`` and renamed to ``checkpoint-N`` once complete (the prefix of
+#: every temporary sibling `hf_vaswani.outputs` writes).
+STAGING_PREFIX = OUTPUTS_STAGING_PREFIX
 #: The training arguments, as JSON (instead of Trainer's pickled ``training_args.bin``).
 TRAINING_ARGS_JSON = "training_args.json"
 
@@ -45,16 +48,10 @@ def checkpoint_step(path: Path) -> int:
 
 
 def _weights_problem(folder: Path) -> str | None:
-    index = folder / "model.safetensors.index.json"
-    if index.is_file():
-        try:
-            with open(index, encoding="utf-8") as handle:
-                shards = sorted(set(json.load(handle)["weight_map"].values()))
-        except (OSError, ValueError, KeyError) as error:
-            return f"{index.name} is unreadable ({error})"
-        weights = [folder / shard for shard in shards]
-    else:
-        weights = [folder / "model.safetensors"]
+    try:
+        weights = shard_paths(folder)
+    except (OSError, ValueError) as error:
+        return str(error)
     for path in weights:
         if not path.is_file():
             return f"{path.name} is missing"
@@ -141,56 +138,15 @@ def last_checkpoint(output_dir: str | os.PathLike[str], *, warn: bool = True) ->
     return complete[-1] if complete else None
 
 
+#: The temporary folders of a run directory that a killed save leaves: checkpoints, and the averaged model.
+_STAGING_PREFIXES = (f"{STAGING_PREFIX}{PREFIX_CHECKPOINT_DIR}-", f"{STAGING_PREFIX}averaged.")
+
+
 def remove_staging_dirs(output_dir: Path) -> None:
-    """Delete the ``tmp-checkpoint-N`` folders that killed saves left behind."""
+    """Delete the ``tmp-checkpoint-N`` and ``tmp-averaged.*`` folders that killed saves left behind."""
     if not output_dir.is_dir():
         return
     for path in output_dir.iterdir():
-        if path.is_dir() and path.name.startswith(f"{STAGING_PREFIX}{PREFIX_CHECKPOINT_DIR}-"):
-            print(f"hf-vaswani train: removing {path}, left by an interrupted checkpoint save", file=sys.stderr)
+        if path.is_dir() and path.name.startswith(_STAGING_PREFIXES):
+            print(f"hf-vaswani train: removing {path}, left by an interrupted save", file=sys.stderr)
             shutil.rmtree(path, ignore_errors=True)
-
-
-def _fsync_tree(folder: Path) -> None:
-    """Flush the files of `folder` (recursively) and the folder itself to disk."""
-    for path in sorted(folder.rglob("*")):
-        if path.is_file():
-            with open(path, "rb") as handle:
-                os.fsync(handle.fileno())
-    for directory in [folder, *sorted(p for p in folder.rglob("*") if p.is_dir())]:
-        try:
-            descriptor = os.open(directory, os.O_RDONLY)
-        except OSError:  # some platforms cannot open a directory
-            continue
-        try:
-            os.fsync(descriptor)
-        except OSError:
-            pass
-        finally:
-            os.close(descriptor)
-
-
-def publish_dir(staged: Path, final: Path) -> None:
-    """Move the completely written folder `staged` to `final` in one rename, replacing an existing `final`.
-
-    Readers see either the old `final` (or none) or the complete new one, never a partial folder.
-    """
-    _fsync_tree(staged)
-    if final.exists():
-        # os.replace cannot replace a non-empty folder: move the old one aside first, then delete it.
-        old = staged.parent / f"{final.name}.old"
-        if old.exists():
-            shutil.rmtree(old)
-        os.replace(final, old)
-        os.replace(staged, final)
-        shutil.rmtree(old)
-    else:
-        os.replace(staged, final)
-    try:
-        descriptor = os.open(final.parent, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-    except OSError:
-        pass

@@ -66,7 +66,8 @@ def _load_or_train_tokenizer(
     path = section["path"] or config["training"]["init_from"]  # a model to start from brings its vocabulary
     if path:
         if not (Path(path) / "tokenizer_config.json").is_file():
-            raise FileNotFoundError(f"No tokenizer folder (with a tokenizer_config.json) at {str(path)!r}.")
+            key = "tokenizer.path" if section["path"] else "training.init_from"
+            raise FileNotFoundError(f"{key}: no tokenizer folder (with a tokenizer_config.json) at {str(path)!r}.")
         tokenizer = PreTrainedTokenizerFast.from_pretrained(path)
     elif (saved / "tokenizer.json").is_file():
         tokenizer = PreTrainedTokenizerFast.from_pretrained(saved)
@@ -174,7 +175,7 @@ def _generation_config(model_config: VaswaniConfig, training: Mapping[str, Any])
     return GenerationConfig(
         num_beams=int(training["num_beams"]),
         length_penalty=float(training["length_penalty"]),
-        max_length=int(training["max_new_tokens"]) + 1,  # the decoder start token counts in max_length
+        max_new_tokens=int(training["max_new_tokens"]),
         early_stopping=True,
         bos_token_id=model_config.bos_token_id,
         eos_token_id=model_config.eos_token_id,
@@ -286,12 +287,16 @@ def _save_final(trainer: VaswaniTrainer, tokenizer: Any, output_dir: Path, save_
 
 
 def _average_last(output_dir: Path, training: Mapping[str, Any]) -> Path | None:
-    """Average the last ``training.average_last`` checkpoints into ``averaged/`` (when there are two or more)."""
+    """Average the last ``training.average_last`` checkpoints into ``averaged/`` (when there are two or more),
+    replacing the previous ``averaged/`` whole once the new one is complete (a kill part-way leaves the old one,
+    or none, and a ``tmp-averaged.*`` folder that the next run removes)."""
     checkpoints = find_checkpoints(output_dir)
     n_average = int(training["average_last"] or 0)
     if n_average < 2 or len(checkpoints) < 2:
         return None
-    return average_checkpoints(checkpoints[-n_average:], output_dir / "averaged", dtype=training["save_dtype"])
+    return average_checkpoints(
+        checkpoints[-n_average:], output_dir / "averaged", dtype=training["save_dtype"], overwrite=True
+    )
 
 
 def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, Any]:
@@ -325,6 +330,7 @@ def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, An
 
     prepared = prepare_data(config, args, output_dir)
     model = build_model(config, prepared.tokenizer)
+    prepared.tokenizer.model_max_length = model.config.max_position_embeddings  # what the model accepts
     config["model"] = {**(config["model"] or {}), "vocab_size": model.config.vocab_size}
     if is_main:
         with open(output_dir / "config.yaml", "w", encoding="utf-8") as handle:

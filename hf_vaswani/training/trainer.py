@@ -3,6 +3,7 @@ fault-tolerant checkpoints), the JSONL log callback and the validation BLEU/chrF
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -111,8 +112,15 @@ class VaswaniTrainer(Seq2SeqTrainer):
         return (loss, outputs) if return_outputs else loss
 
     def prediction_step(self, model: Any, inputs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        """`Seq2SeqTrainer.prediction_step`, leaving the model's generation config as it was: the parent fills in
+        every default (max_length=20 among them), which would then be saved and make every `generate(...,
+        max_new_tokens=...)` call of a user warn that both lengths are set."""
         inputs.pop("alignment_targets", None)  # generate() takes no such argument
-        return super().prediction_step(model, inputs, *args, **kwargs)
+        generation_config = copy.deepcopy(self.model.generation_config)
+        try:
+            return super().prediction_step(model, inputs, *args, **kwargs)
+        finally:
+            self.model.generation_config = generation_config
 
     def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
         if "loss" in logs and self._alignment_losses:

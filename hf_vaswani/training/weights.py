@@ -9,7 +9,16 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-__all__ = ["DTYPES", "cast_saved_model", "read_state_dict", "resolve_dtype", "safetensors_problem", "set_config_dtype"]
+__all__ = [
+    "DTYPES",
+    "cast_saved_model",
+    "read_state_dict",
+    "resolve_dtype",
+    "safetensors_problem",
+    "save_state_dict",
+    "set_config_dtype",
+    "shard_paths",
+]
 
 #: The dtypes a saved model can be cast to (``training.save_dtype``, ``average-checkpoints --dtype``).
 DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -48,19 +57,54 @@ def safetensors_problem(path: Path) -> str | None:
     return None
 
 
-def _weight_files(folder: Path) -> list[Path]:
+def _shard_name(index: Path, name: object) -> str:
+    """A shard named in `index`, which must be a plain file name: a path (``../x``, ``/x``, ``a/b``) could make a
+    reader open files outside the checkpoint folder."""
+    if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise ValueError(f"{index}: the shard name {name!r} is not a file name in the checkpoint folder.")
+    return name
+
+
+def shard_paths(folder: Path) -> list[Path]:
+    """The weight files of the model saved in `folder`: the shards its ``model.safetensors.index.json`` names
+    (plain file names in `folder`, nothing outside it), or ``model.safetensors``.
+
+    Raises:
+        ValueError: the index is unreadable, or names a shard by a path instead of a file name.
+        FileNotFoundError: there is neither an index nor ``model.safetensors``.
+    """
     index = folder / "model.safetensors.index.json"
     if index.is_file():
         try:
             with open(index, encoding="utf-8") as handle:
-                shards = sorted(set(json.load(handle)["weight_map"].values()))
-        except (ValueError, KeyError, TypeError) as error:
+                weight_map = json.load(handle)["weight_map"]
+            names = set(weight_map.values())
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise ValueError(f"{index}: not a valid safetensors index ({error}).") from None
-        return [folder / shard for shard in shards]
+        return [folder / _shard_name(index, name) for name in sorted(names, key=str)]
     single = folder / "model.safetensors"
     if not single.is_file():
         raise FileNotFoundError(f"{str(folder)!r} has no model.safetensors (or sharded index): not a checkpoint.")
     return [single]
+
+
+def _load_file(path: Path) -> dict[str, torch.Tensor]:
+    from safetensors import SafetensorError
+
+    try:
+        return load_file(str(path))
+    except SafetensorError as error:
+        raise ValueError(f"{path}: not a readable safetensors file ({error}).") from None
+
+
+def save_state_dict(state: dict[str, torch.Tensor], path: Path) -> None:
+    """Write `state` to the safetensors file `path` (an error names the file)."""
+    from safetensors import SafetensorError
+
+    try:
+        save_file(state, str(path), metadata={"format": "pt"})
+    except SafetensorError as error:
+        raise OSError(f"Cannot write {path}: {error}") from None
 
 
 def read_state_dict(folder: Path) -> dict[str, torch.Tensor]:
@@ -75,13 +119,13 @@ def read_state_dict(folder: Path) -> dict[str, torch.Tensor]:
     if not folder.is_dir():
         raise NotADirectoryError(f"{str(folder)!r} is a file, not a checkpoint folder.")
     state: dict[str, torch.Tensor] = {}
-    for path in _weight_files(folder):
+    for path in shard_paths(folder):
         if not path.is_file():
             raise FileNotFoundError(f"{str(folder)!r}: the shard {path.name} of its index is missing.")
         problem = safetensors_problem(path)
         if problem:
             raise ValueError(f"{str(folder)!r}: {problem}.")
-        state.update(load_file(str(path)))
+        state.update(_load_file(path))
     return state
 
 
@@ -89,8 +133,11 @@ def set_config_dtype(folder: Path, dtype: torch.dtype) -> None:
     """Record `dtype` as the ``dtype`` of the ``config.json`` in `folder` (if there is one)."""
     config_path = folder / "config.json"
     if config_path.is_file():
-        with open(config_path, encoding="utf-8") as handle:
-            values = json.load(handle)
+        try:
+            with open(config_path, encoding="utf-8") as handle:
+                values = json.load(handle)
+        except ValueError as error:  # not UTF-8, or not JSON
+            raise ValueError(f"{config_path}: not a valid config.json ({error}).") from None
         values["dtype"] = str(dtype).replace("torch.", "")
         with open(config_path, "w", encoding="utf-8") as handle:
             json.dump(values, handle, indent=2, sort_keys=True)
@@ -98,9 +145,11 @@ def set_config_dtype(folder: Path, dtype: torch.dtype) -> None:
 
 
 def cast_saved_model(folder: Path, dtype: str | torch.dtype) -> None:
-    """Cast the floating-point weights saved in `folder` to `dtype` (in one ``model.safetensors``), and its config."""
+    """Store the floating-point weights saved in `folder` as `dtype` (in one ``model.safetensors``), a smaller
+    download; config.json keeps ``"dtype": "float32"``, so that `from_pretrained` loads the model in float32 (the
+    dtype to fine-tune in) unless it is given another ``dtype``."""
     target = resolve_dtype(dtype)
     state = read_state_dict(folder)
     cast = {k: (v.to(target) if v.is_floating_point() else v).contiguous() for k, v in state.items()}
-    save_file(cast, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    set_config_dtype(folder, target)
+    save_state_dict(cast, folder / "model.safetensors")
+    set_config_dtype(folder, torch.float32)

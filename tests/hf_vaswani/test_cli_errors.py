@@ -8,6 +8,7 @@ with ``--strict``; they are never silently dropped or altered.
 
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -300,3 +301,266 @@ def test_real_processes(files, tiny_run):  # noqa: F811
         line = _one_error_line(err.decode(), command)
         assert message in line, line
         assert out == b""
+
+
+# ------------------------------------------------------------------------------------------- checked up front
+# Outputs and arguments are checked before any work (no model is loaded: `no_model` makes loading one fail the
+# test), outputs are written whole or not at all, and the errors of the libraries a user can cause are one line.
+
+
+@pytest.fixture
+def no_model(monkeypatch):
+    """Fail the test if a command loads a model: the case must be refused before."""
+
+    def load_translator(*args, **kwargs):
+        raise AssertionError("the model was loaded before the bad argument was refused")
+
+    monkeypatch.setattr("hf_vaswani.inference.load_translator", load_translator)
+
+
+@pytest.fixture(scope="module")
+def tiny_models(tmp_path_factory):
+    """Two untrained tiny models with the tiny tokenizer, saved as checkpoint folders (no training needed)."""
+    from hf_vaswani.testing import tiny_model
+    from tests.helpers import tiny_tokenizer
+
+    root = tmp_path_factory.mktemp("tiny-models")
+    tokenizer = tiny_tokenizer()
+    for seed in (0, 1):
+        tiny_model(len(tokenizer), seed=seed).save_pretrained(root / f"checkpoint-{seed}")
+        tokenizer.save_pretrained(root / f"checkpoint-{seed}")
+    return root
+
+
+def _run(argv, capsys, command):
+    """(exit code, the one error line or None, stdout) of ``hf-vaswani ARGV`` run in-process."""
+    try:
+        code = main(argv)
+    except SystemExit as exit_info:
+        code = exit_info.code
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err, captured.err
+    return code, (_one_error_line(captured.err, command) if code == 2 else None), captured.out
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+EVALUATE_OUTPUT_ERRORS = {
+    "output-is-the-data": (["--direction", "es-en", "--output", "{data}"], "is also an input of this command"),
+    "json-is-the-data": (["--output", "{tmp}/h-{{direction}}.txt", "--json", "{data}"], "is also an input"),
+    "output-is-json": (
+        ["--direction", "es-en", "--output", "{tmp}/same.txt", "--json", "{tmp}/same.txt"],
+        "are the same path",
+    ),
+    "unwritable-json": (["--output", "{tmp}/hyp.txt", "--json", "{ro}/scores.json"], "Cannot write the JSON file"),
+    "name-too-long": (["--output", "{tmp}/" + "x" * 300], "File name too long"),
+    "device": (["--device", "bogus"], "Unknown device 'bogus'"),
+    "beams": (["--num-beams", "1000000000000"], "--num-beams: expected a beam size from 1 to 64"),
+}
+
+
+def _unwritable_folder(tmp_path: Path) -> Path:
+    """A folder in which no file can be created: read-only for a user; for root (who may write anywhere), /sys."""
+    if os.geteuid() != 0:
+        folder = tmp_path / "read-only"
+        folder.mkdir()
+        folder.chmod(0o500)
+        return folder
+    if not Path("/sys").is_dir():
+        pytest.skip("running as root without /sys: no folder root cannot write into")
+    return Path("/sys")
+
+
+@pytest.mark.parametrize("options, message", EVALUATE_OUTPUT_ERRORS.values(), ids=EVALUATE_OUTPUT_ERRORS)
+def test_evaluate_outputs_are_checked_before_the_model_runs(files, no_model, capsys, options, message):
+    data = files / "mixed.tsv"
+    before = data.read_bytes()
+    options = [option.format(tmp=files, data=data, ro=_unwritable_folder(files)) for option in options]
+    code, line, out = _run(["evaluate", str(data), "--model", str(files / "model"), *options], capsys, "evaluate")
+    assert code == 2 and message in line, line
+    assert out == "" and data.read_bytes() == before
+    assert not [p for p in files.iterdir() if p.name.startswith(("hyp", "h-", "same", "tmp-"))]
+
+
+TRANSLATE_ARGUMENT_ERRORS = {
+    "device": (["--device", "bogus", "hola"], "Unknown device 'bogus': expected a torch device"),
+    "meta-device": (["--device", "meta", "hola"], "Device 'meta' holds no data"),
+    "missing-gpu": (["--device", "cuda:7", "hola"], "Device 'cuda:7'"),
+    "huge-beam": (["--num-beams", "1000000000000", "hola"], "--num-beams: expected a beam size from 1 to 64"),
+    "beam-65": (["--num-beams", "65", "hola"], "--num-beams: expected a beam size from 1 to 64"),
+    # Bytes that are not UTF-8 reach Python as surrogate escapes: hf-vaswani translate $'El gato \xff negro.'
+    "not-utf8": (["hola", "El gato \udcff negro."], 'argument sentences: "El gato \\xff negro." is not valid UTF-8'),
+}
+
+
+@pytest.mark.parametrize("arguments, message", TRANSLATE_ARGUMENT_ERRORS.values(), ids=TRANSLATE_ARGUMENT_ERRORS)
+def test_translate_arguments_are_checked_before_the_model_loads(no_model, capsys, arguments, message):
+    code, line, out = _run(["translate", "--model", "unused", *arguments], capsys, "translate")
+    assert code == 2 and message in line, line
+    assert out == ""
+
+
+def test_translate_limits_follow_the_model(tiny_models, capsys):
+    """--max-new-tokens up to the model's positions - 1, checked once the model is loaded, before generating."""
+    model = str(tiny_models / "checkpoint-0")  # 64 positions
+    argv = ["translate", "--model", model, "--max-new-tokens", "1000000000", "hola"]
+    code, line, out = _run(argv, capsys, "translate")
+    assert code == 2 and "max_new_tokens=1000000000 is more than this model can generate: at most 63" in line
+    argv = ["translate", "--model", model, "--num-beams", "2", "--max-new-tokens", "63", "Hola."]
+    assert _run(argv, capsys, "translate")[0] == 0
+
+    from hf_vaswani.inference import check_generation_settings, load_translator
+
+    loaded, _ = load_translator(model)
+    with pytest.raises(ValueError, match="more than the model's vocabulary of 300 tokens"):
+        check_generation_settings(loaded, num_beams=301)
+
+
+def test_translate_refuses_text_mostly_of_unknown_characters(tiny_models, capsys):
+    """A text more than half of whose characters the tokenizer does not know (emoji only) is refused; unknown
+    characters in other text are named in one warning line and the text is translated."""
+    model = str(tiny_models / "checkpoint-0")
+    for text in ("😀😀😀", "😀😀😀 !"):
+        code, line, out = _run(["translate", "--model", model, "Hola.", text], capsys, "translate")
+        assert code == 2 and "Most characters of sentence 2 (😀😀😀) are unknown to the model" in line, line
+        assert out == ""
+    assert main(["translate", "--model", model, "--num-beams", "1", "--max-new-tokens", "5", "Hola 😀."]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == 1
+    assert "hf-vaswani translate: warning: characters the model has never seen, read as <unk>: sentence 1 (😀)" in (
+        captured.err
+    )
+
+
+def test_translate_stdin_line_of_unknown_characters_is_refused(tiny_models, capsys, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO("Hola.\n🙂🙂\n".encode()), encoding="utf-8"))
+    code, line, out = _run(["translate", "--model", str(tiny_models / "checkpoint-0")], capsys, "translate")
+    assert code == 2 and "line 2 (🙂🙂)" in line and out == ""
+
+
+def test_average_into_a_non_empty_folder_needs_overwrite_and_replaces_it_whole(tiny_models, tmp_path, capsys):
+    shipped = tmp_path / "model"
+    shutil.copytree(tiny_models / "checkpoint-1", shipped)
+    (shipped / "README.md").write_text("the old model card")
+    (shipped / "eval_results.json").write_text("{}")
+    before = _snapshot(shipped)
+    argv = [
+        "average-checkpoints",
+        str(tiny_models / "checkpoint-0"),
+        str(tiny_models / "checkpoint-1"),
+        "-o",
+        str(shipped),
+    ]
+    code, line, _ = _run(argv, capsys, "average-checkpoints")
+    assert code == 2 and "is not empty: choose a new folder, or pass --overwrite" in line
+    assert _snapshot(shipped) == before
+    code, _, _ = _run([*argv, "--overwrite"], capsys, "average-checkpoints")
+    assert code == 0
+    assert not (shipped / "README.md").exists() and not (shipped / "eval_results.json").exists()
+    assert (shipped / "averaged_from.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # no temporary sibling left
+    # A folder holding the inputs is never replaced, even with --overwrite.
+    code, line, _ = _run(
+        ["average-checkpoints", str(tiny_models / "checkpoint-0"), "-o", str(tiny_models), "--overwrite"],
+        capsys,
+        "average-checkpoints",
+    )
+    assert code == 2 and "holds the input" in line
+
+
+def _damaged_checkpoints(tiny_models: Path, root: Path) -> dict[str, Path]:
+    """Checkpoints a user may hand over: a weights header with an unknown dtype, a shard index naming a file
+    outside the folder, a config.json that is not UTF-8."""
+    good = tiny_models / "checkpoint-1"
+    folders = {name: root / name for name in ("bad-dtype", "outside", "latin1")}
+    for folder in folders.values():
+        shutil.copytree(good, folder)
+    data = (good / "model.safetensors").read_bytes()
+    size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + size])
+    name = next(k for k in header if k != "__metadata__")
+    header[name]["dtype"] = "XX"
+    text = json.dumps(header, separators=(",", ":")).encode().ljust(size)
+    assert len(text) == size
+    (folders["bad-dtype"] / "model.safetensors").write_bytes(data[:8] + text + data[8 + size :])
+    shutil.move(folders["outside"] / "model.safetensors", root / "elsewhere.safetensors")
+    index = {"metadata": {}, "weight_map": {name: "../elsewhere.safetensors"}}
+    (folders["outside"] / "model.safetensors.index.json").write_text(json.dumps(index))
+    config = (good / "config.json").read_text()
+    (folders["latin1"] / "config.json").write_bytes(config.replace('"vaswani"', '"vaswañi"').encode("latin-1"))
+    return folders
+
+
+LIBRARY_ERRORS = {
+    "bad-dtype": ("model.safetensors: not a readable safetensors file", []),
+    "outside": ("the shard name '../elsewhere.safetensors' is not a file name in the checkpoint folder", []),
+    "latin1": ("latin1/config.json: not a valid config.json", ["--dtype", "bfloat16"]),
+}
+
+
+@pytest.mark.parametrize("damage", LIBRARY_ERRORS)
+def test_library_errors_of_damaged_checkpoints_are_one_line(tiny_models, tmp_path, capsys, damage):
+    """safetensors read errors, a shard index naming a file outside the checkpoint, a config.json that is not
+    UTF-8 (the message names the file): one line, exit code 2, nothing written."""
+    message, options = LIBRARY_ERRORS[damage]
+    folder = _damaged_checkpoints(tiny_models, tmp_path)[damage]
+    argv = ["average-checkpoints", str(tiny_models / "checkpoint-0"), str(folder), "-o", str(tmp_path / "avg")]
+    code, line, _ = _run([*argv, *options], capsys, "average-checkpoints")
+    assert code == 2 and message in line, line
+    assert not (tmp_path / "avg").exists()
+
+
+def test_refused_pickle_is_one_line(tiny_models, tmp_path, capsys):
+    """A pickled checkpoint holding an object that torch.load(weights_only=True) refuses: nothing runs, and the
+    command says so in one line."""
+    import datetime
+
+    import torch
+    from safetensors.torch import load_file as load
+
+    pickled = tmp_path / "pickled"
+    shutil.copytree(tiny_models / "checkpoint-0", pickled)
+    state = load(str(pickled / "model.safetensors"))
+    (pickled / "model.safetensors").unlink()
+    torch.save({**state, "when": datetime.date(2020, 1, 1)}, pickled / "pytorch_model.bin")
+    code, line, _ = _run(["translate", "--model", str(pickled), "hola"], capsys, "translate")
+    assert code == 2 and "refuses to run (Unsupported global: GLOBAL datetime.date" in line
+
+
+@pytest.mark.slow
+def test_full_disk_leaves_the_model_folder_as_it_was(tiny_models, tmp_path):
+    """`average-checkpoints --overwrite` into a model folder with a file size limit below the weights (a full
+    disk; ``prlimit --fsize``): one error line naming the folder, which is as it was, no temporary sibling left."""
+    import resource
+
+    shipped = tmp_path / "model"
+    shutil.copytree(tiny_models / "checkpoint-1", shipped)
+    (shipped / "eval_results.json").write_text("{}\n")
+    before = _snapshot(shipped)
+    # Below the size of the tokenizer copied from the last checkpoint and of the weights: written in place, the
+    # folder would get a truncated tokenizer.json.
+    limit = (tiny_models / "checkpoint-1" / "tokenizer.json").stat().st_size // 2
+
+    def small_disk():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    executable = shutil.which("hf-vaswani") or str(Path(sys.executable).with_name("hf-vaswani"))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    env.pop("HF_VASWANI_TRACEBACK", None)
+    checkpoints = [str(tiny_models / "checkpoint-0"), str(tiny_models / "checkpoint-1")]
+    result = subprocess.run(
+        [executable, "average-checkpoints", *checkpoints, "-o", str(shipped), "--overwrite"],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=small_disk,
+        timeout=300,
+    )
+    assert result.returncode == 2, result.stderr[-3000:]
+    line = _one_error_line(result.stderr, "average-checkpoints")
+    assert "File too large" in line and f"{str(shipped)!r} left as before" in line, line
+    assert _snapshot(shipped) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]

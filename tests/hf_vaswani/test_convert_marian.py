@@ -524,3 +524,103 @@ def test_altered_position_table_is_refused(tmp_path):
         model.model.decoder.embed_positions.weight[3] += 0.01
     with pytest.raises(MarianConversionError, match="model.decoder.embed_positions.weight is not the sinusoidal"):
         convert_marian(model, tmp_path / "out")
+
+
+# ------------------------------------------------------------------------------------------- the output folder
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def _stale_model_folder(folder: Path) -> Path:
+    """A model folder as a previous conversion or a trained model leaves it: another tokenizer, an old card."""
+    from tests.helpers import tiny_tokenizer
+
+    tiny_tokenizer().save_pretrained(folder)
+    (folder / "README.md").write_text("# the old model card\n")
+    (folder / "eval_results.json").write_text("{}\n")
+    return folder
+
+
+def test_non_empty_output_needs_overwrite_which_replaces_it_whole(marian_folder, tmp_path, capsys):
+    """Converting into a folder that holds another model would leave its tokenizer.json next to the new weights
+    (and AutoTokenizer would load it: ids outside the vocabulary): refused, or with --overwrite replaced whole."""
+    out = _stale_model_folder(tmp_path / "out")
+    before = _snapshot(out)
+    assert main(["convert-marian", str(marian_folder), str(out)]) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith("hf-vaswani convert-marian: error:") and "is not empty" in error and "--overwrite" in error
+    assert _snapshot(out) == before
+    assert main(["convert-marian", str(marian_folder), str(out), "--overwrite"]) == 0
+    assert not {"tokenizer.json", "eval_results.json"} & {p.name for p in out.iterdir()}
+    assert "the old model card" not in (out / "README.md").read_text()
+    assert type(AutoTokenizer.from_pretrained(out)) is MarianTokenizer
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary sibling left
+    # The folder that holds the source is never replaced.
+    with pytest.raises(ValueError, match="holds the input"):
+        convert_marian(marian_folder, marian_folder.parent, overwrite=True)
+
+
+def test_damaged_sources_are_one_line_errors(tmp_path, capsys):
+    """A pickled checkpoint that torch.load(weights_only=True) refuses, and a tokenizer_config.json that is not
+    UTF-8: one line naming the source, exit code 2, nothing written."""
+    import datetime
+
+    pickled = tmp_path / "pickled"
+    tiny_marian().save_pretrained(pickled)
+    state = load_file(pickled / "model.safetensors")
+    (pickled / "model.safetensors").unlink()
+    torch.save({**state, "when": datetime.date(2020, 1, 1)}, pickled / "pytorch_model.bin")
+    latin1 = tmp_path / "latin1"
+    tiny_marian().save_pretrained(latin1)
+    write_marian_tokenizer(latin1)
+    (latin1 / "tokenizer_config.json").write_bytes('{"source_lang": "español"}'.encode("latin-1"))
+    cases = [
+        (pickled, "refuses to run (Unsupported global: GLOBAL datetime.date"),
+        (latin1, "tokenizer_config.json is not valid JSON"),
+    ]
+    for source, message in cases:
+        assert main(["convert-marian", str(source), str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        error = err.strip().splitlines()[-1]
+        assert error.startswith("hf-vaswani convert-marian: error:") and message in error, error
+        assert str(source) in error
+        assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_full_disk_leaves_the_output_folder_as_it_was(marian_folder, converted_folder, tmp_path):
+    """`convert-marian --overwrite` with a file size limit below the weights (a full disk): one error line, and the
+    folder it was to replace is as it was, with no temporary sibling left."""
+    import resource
+
+    from hf_vaswani.testing import tiny_model
+
+    out = _stale_model_folder(tmp_path / "model")  # another model: written in place, its config would change
+    tiny_model(300).save_pretrained(out)
+    before = _snapshot(out)
+    limit = (converted_folder / "model.safetensors").stat().st_size // 2  # the config fits, the weights do not
+
+    def small_disk():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    env.pop("HF_VASWANI_TRACEBACK", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "hf_vaswani.cli", "convert-marian", str(marian_folder), str(out), "--overwrite"],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=small_disk,
+        timeout=300,
+    )
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    error = result.stderr.strip().splitlines()[-1]
+    assert error.startswith("hf-vaswani convert-marian: error:") and "File too large" in error, error
+    assert f"{str(out)!r} left as before" in error
+    assert _snapshot(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]

@@ -271,3 +271,51 @@ def test_no_complete_checkpoint_to_resume(tmp_path, fault_root, capsys):
     assert main([*args, "--set", f"training.output_dir={out}", "--resume"]) == 2
     err = capsys.readouterr().err
     assert "no complete checkpoint-N folder" in err and "Traceback" not in err
+
+
+# ------------------------------------------------------------------------------------------- averaging killed
+
+
+@pytest.mark.slow
+def test_sigkill_during_the_final_averaging_leaves_no_partial_averaged_model(tmp_path, fault_root):
+    """averaged/ is written into tmp-averaged.* and renamed into place once complete: a run killed while it
+    averages leaves no averaged/ with config and tokenizer but no weights, and the next run writes it whole."""
+    from transformers import AutoModelForSeq2SeqLM
+
+    out, pause_file = tmp_path / "run", tmp_path / "averaging.txt"
+    base = ["train", str(fault_root / "tiny.yaml"), "--set", f"data.path={fault_root / 'pairs.tsv'}"]
+    base += ["--set", f"training.output_dir={out}", "--set", "training.save_steps=2"]
+    assert main([*base, "--set", "training.max_steps=4"]) == 0  # checkpoints 2 and 4, no averaging yet
+    assert not (out / "averaged").exists()
+    more = [*base, "--set", "training.max_steps=6", "--set", "training.average_last=2"]
+    hooks = {"PYTHONPATH": str(HOOKS), "HF_VASWANI_TEST_PAUSE_IN_AVERAGING": str(pause_file)}
+    victim = subprocess.Popen(
+        [*_hf_vaswani(), *more], env=_env(**hooks), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not pause_file.exists():
+            assert victim.poll() is None, victim.stderr.read()[-3000:]
+            assert time.monotonic() < deadline, "the run did not reach the averaging in time"
+            time.sleep(0.05)
+        writing = Path(pause_file.read_text())
+        assert writing.parent == out and writing.name.startswith("tmp-averaged.")
+        assert (writing / "config.json").is_file() and not (writing / "model.safetensors").exists()
+        victim.send_signal(signal.SIGKILL)
+        assert victim.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+            victim.wait()
+        victim.stderr.close()
+    assert not (out / "averaged").exists()  # no folder that looks like a model but has no weights
+    assert (out / "final" / "model.safetensors").is_file()
+
+    # The same command again: it removes the leftover, resumes, and averages the last two checkpoints whole.
+    assert main(more) == 0
+    assert not [p.name for p in out.iterdir() if p.name.startswith("tmp-")]
+    averaged = out / "averaged"
+    last_two = [str(p) for p in find_checkpoints(out)[-2:]]
+    assert json.loads((averaged / "averaged_from.json").read_text())["checkpoints"] == last_two
+    assert (averaged / "model.safetensors").is_file() and (averaged / "tokenizer.json").is_file()
+    AutoModelForSeq2SeqLM.from_pretrained(averaged)

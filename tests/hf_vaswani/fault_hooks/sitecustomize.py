@@ -8,6 +8,9 @@ hf_vaswani.cli``) runs with these hooks, each switched on by an environment vari
   the folder being written to PATH and sleep, so that a test can kill the process in the middle of a save.
 * ``HF_VASWANI_TEST_HASH_DIR=DIR``: when a process of a (distributed) run finishes training, it writes the
   SHA-256 of its own copy of the weights to ``DIR/rank{RANK}.txt``.
+* ``HF_VASWANI_TEST_PAUSE_IN_AVERAGING=PATH``: while the averaged model is being written (config and tokenizer
+  copied, weights not yet), write the folder being written to PATH and sleep, so that a test can kill the
+  process in the middle of the averaging.
 """
 
 import hashlib
@@ -55,3 +58,20 @@ if _TRAINS:
             return result
 
         training.VaswaniTrainer.train = _hashing_train
+
+_PAUSE_IN_AVERAGING = os.environ.get("HF_VASWANI_TEST_PAUSE_IN_AVERAGING")
+
+if _PAUSE_IN_AVERAGING:
+    import time
+    from pathlib import Path
+
+    from hf_vaswani.training import averaging
+
+    _copy_model_files = averaging._copy_model_files
+
+    def _pausing_copy_model_files(checkpoint, out_dir):
+        _copy_model_files(checkpoint, out_dir)
+        Path(_PAUSE_IN_AVERAGING).write_text(str(out_dir), encoding="utf-8")
+        time.sleep(600)
+
+    averaging._copy_model_files = _pausing_copy_model_files
