@@ -170,6 +170,10 @@ class VaswaniAttention(nn.Module):
     values. Its three uses (sec. 3.2.3): encoder self-attention, decoder self-attention with `is_causal` (a
     position attends only to earlier ones), and encoder-decoder attention with `is_cross_attention` (queries from
     the decoder, keys and values from the encoder output, computed once per source and kept in the cache).
+
+    `head_mask` (not in the paper: Michel et al. 2019) is None, or a tensor of h factors that scale each head's
+    output before the concatenation: 0 switches a head off, 1 keeps it, and a mask that requires grad measures
+    how much the loss depends on each head (`vaswani_inspect.ablate_heads` sets it).
     """
 
     def __init__(
@@ -193,6 +197,7 @@ class VaswaniAttention(nn.Module):
         self.k_proj = nn.Linear(config.d_model, config.d_model)
         self.v_proj = nn.Linear(config.d_model, config.d_model)
         self.out_proj = nn.Linear(config.d_model, config.d_model)
+        self.head_mask: torch.Tensor | None = None
 
     def forward(
         self,
@@ -223,6 +228,8 @@ class VaswaniAttention(nn.Module):
             scaling=self.scaling,
             **kwargs,
         )
+        if self.head_mask is not None:  # output: (batch, length, heads, d_v)
+            output = output * self.head_mask.to(output.dtype)[:, None]
         return self.out_proj(output.reshape(batch, length, -1)), weights
 
     def _heads(self, projected: torch.Tensor) -> torch.Tensor:

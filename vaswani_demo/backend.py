@@ -3,7 +3,9 @@
 `DemoBackend.translate` runs the model and keeps every attention matrix (`vaswani_inspect.extract`);
 `alignment`, `alignment_links` and `view` draw from that record (a heatmap with word pairs, the aligned words as
 lines between the two sentences, a bertviz page in an iframe) and never run the model again. The alignment is
-read as the model's `config.alignment` says (layer, heads, shift) unless the user chooses otherwise.
+read as the model's `config.alignment` says (layer, heads, shift) unless the user chooses otherwise. `ablate`
+translates the last sentence again with chosen heads switched off (`vaswani_inspect.ablate_heads`), in a copy of the
+model that only ablations use, so that translations served at the same time never see the switched-off heads.
 `translate_outputs` is everything the ``/translate`` endpoint returns. One backend serves every request: the model
 is shared by Gradio's worker threads, which `hf_vaswani`'s model supports, and the run counter is guarded by a
 lock.
@@ -11,12 +13,14 @@ lock.
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +30,9 @@ from hf_vaswani.inference import load_translator
 from hf_vaswani.tokenization import DIRECTIONS, direction_to_languages, source_with_language
 from vaswani_inspect import (
     DEFAULT_ALIGNMENT,
+    KINDS,
+    Head,
+    ablate_heads,
     align,
     alignment_matrix,
     alignment_settings,
@@ -38,12 +45,14 @@ from vaswani_inspect import (
     source_words,
     target_words,
 )
+from vaswani_inspect.ablation import head_counts
 from vaswani_inspect.record import check_alignment
 
 from .embed import PLACEHOLDER_VIEW, iframe_html, view_height
 from .settings import (
     DIRECTION_CHOICES,
     FILE_TTL_SECONDS,
+    HEAD_LABEL,
     KIND_NAMES,
     LANGUAGE_NAMES,
     MAX_BEAMS,
@@ -52,7 +61,7 @@ from .settings import (
     MODEL_ENV,
 )
 
-__all__ = ["DemoBackend", "TranslationResult", "resolve_model_path"]
+__all__ = ["AblationResult", "DemoBackend", "TranslationResult", "resolve_model_path"]
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +98,18 @@ class TranslationResult:
     record: Any = None
     ok: bool = False
     notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class AblationResult:
+    """What one call of `DemoBackend.ablate` produced: the translation with the chosen heads off and its record
+    (`heads_off`: their labels, ``"cross L1 H0"``), or a message saying why there is none."""
+
+    translation: str = ""
+    status: str = ""
+    record: Any = None
+    ok: bool = False
+    heads_off: list[str] = field(default_factory=list)
 
 
 def _int_option(value: Any, default: int, low: int, high: int, what: str) -> int:
@@ -136,6 +157,7 @@ class DemoBackend:
         model_runs: how many times the model was run (translations); redraws do not count.
         max_tokens: the longest source, in tokens (language token and ``</s>`` included), the model reads.
         decoder_layers, decoder_heads: what the layer and head choices offer.
+        heads: ``{kind: (layers, heads per layer)}``, what the ablation panel offers.
         default_beams, default_max_new_tokens, max_new_tokens_limit: the decoding options' defaults and limit.
         files_dir: where the attention records offered for download are written.
     """
@@ -160,8 +182,11 @@ class DemoBackend:
             new_tokens = int(generation.max_length) - 1  # the decoder start token counts in max_length
         self.max_new_tokens_limit = max(1, self.max_tokens - 1)
         self.default_max_new_tokens = max(1, min(int(new_tokens or 64), self.max_new_tokens_limit))
+        self.heads = head_counts(model)
         self.model_runs = 0
         self._lock = threading.Lock()
+        self._ablation_lock = threading.Lock()  # one ablated run at a time: they share one copy of the model
+        self._ablation_model: Any = None
         # Import bertviz now, in this thread, rather than on the first requests in worker threads.
         import bertviz  # noqa: F401
 
@@ -382,6 +407,101 @@ class DemoBackend:
         page = model_view_html(record, kind) if view == "model" else head_view_html(record, kind)
         title = f"bertviz {'model' if view == 'model' else 'head'} view: {KIND_NAMES[kind]}"
         return iframe_html(page, height=view_height(record, view, kind), title=title)
+
+    # ------------------------------------------------------------------------------------------ switching heads off
+
+    def head_labels(self, kind: str) -> list[str]:
+        """The heads of one attention kind as the ablation panel names them: ``"L0 H0"``, ``"L0 H1"``, ..."""
+        layers, heads = self.heads[kind]
+        return [HEAD_LABEL.format(layer=layer, head=head) for layer in range(layers) for head in range(heads)]
+
+    def heads_from_labels(self, chosen: Mapping[str, Sequence[str] | None]) -> list[Head]:
+        """``{kind: ["L0 H1", ...]}`` as heads; ValueError for an unknown kind or a head the model does not have."""
+        heads = []
+        for kind, labels in chosen.items():
+            if kind not in self.heads:
+                raise ValueError(f"Unknown attention kind {kind!r}: choose one of {', '.join(KINDS)}.")
+            valid = self.head_labels(kind)
+            for label in labels or ():
+                if label not in valid:
+                    raise ValueError(
+                        f"The model has no {KIND_NAMES[kind].lower()} head {label!r}: from {valid[0]} to {valid[-1]}."
+                    )
+                layer, head = (int(part[1:]) for part in label.split())
+                heads.append(Head(kind, layer, head))
+        return sorted(set(heads))
+
+    def ablate(self, record: Any, heads_off: Mapping[str, Sequence[str] | None]) -> AblationResult:
+        """Translate the record's source again, with the same decoding settings, with `heads_off` (``{kind: ["L0
+        H1", ...]}``) switched off, keeping every attention matrix.
+
+        Never raises for bad input: the result then has `ok=False` and a `status` sentence for the user.
+        """
+        if record is None:
+            return AblationResult(status="Translate a sentence first: the heads are switched off for that sentence.")
+        try:
+            heads = self.heads_from_labels(heads_off)
+        except ValueError as error:
+            return AblationResult(status=str(error))
+        labels = [head.label() for head in heads]
+        if not heads:
+            return AblationResult(status="Tick at least one head to switch off.")
+        started = time.perf_counter()
+        try:
+            with self._ablation_lock:
+                with self._lock:
+                    self.model_runs += 1
+                model = self._ablation_copy()
+                with ablate_heads(model, heads):
+                    ablated = extract(
+                        model,
+                        self.tokenizer,
+                        record.source_text,
+                        direction=record.direction,
+                        generate_kwargs=record.generate_kwargs,
+                        model_name=self.model_name,
+                    )
+        except Exception as error:  # noqa: BLE001 - the user gets a sentence, the log gets the traceback
+            logger.exception("The demo failed to translate %r with heads off", record.source_text)
+            return AblationResult(status=f"Something went wrong with the heads off ({type(error).__name__}).")
+        changed = "changed" if ablated.target_text != record.target_text else "is the same"
+        status = (
+            f"{len(labels)} head(s) off ({', '.join(labels)}), translated in {time.perf_counter() - started:.2f} s: "
+            f"the translation {changed}. A head that is off still computes its attention weights (the alignment "
+            "shows them if it reads that head), but they no longer reach the output."
+        )
+        return AblationResult(ablated.target_text, status, ablated, True, labels)
+
+    def _ablation_copy(self) -> Any:
+        """The copy of the model that ablated runs switch heads off in (made on first use)."""
+        if self._ablation_model is None:
+            self._ablation_model = copy.deepcopy(self.model).eval()
+        return self._ablation_model
+
+    def ablation_outputs(
+        self,
+        record: Any,
+        encoder_heads: Sequence[str] | None = None,
+        decoder_heads: Sequence[str] | None = None,
+        cross_heads: Sequence[str] | None = None,
+        layer: Any = None,
+        head: Any = None,
+        shift: bool | None = None,
+        skip_punctuation: bool = True,
+    ) -> tuple[AblationResult, tuple[Any, ...]]:
+        """What the ablation panel shows: (result, (status, translation with all heads, its alignment lines,
+        translation with the heads off, its alignment lines)); the lines follow the alignment section's layer, head,
+        shift and punctuation choices."""
+        result = self.ablate(record, {"encoder": encoder_heads, "decoder": decoder_heads, "cross": cross_heads})
+        original = record.target_text if record is not None else ""
+        try:
+            original_links = self.alignment_links(record, layer, head, shift, skip_punctuation)
+            links = self.alignment_links(result.record, layer, head, shift, skip_punctuation) if result.ok else None
+        except Exception as error:  # noqa: BLE001 - a drawing problem must not hide the translations
+            logger.exception("The demo could not draw the alignment with heads off")
+            status = f"{result.status} The alignment could not be drawn ({type(error).__name__})."
+            return result, (status, original, None, result.translation, None)
+        return result, (result.status, original, original_links, result.translation, links)
 
     # ------------------------------------------------------------------------------------------------- downloads
 

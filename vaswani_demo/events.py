@@ -1,6 +1,7 @@
 """What the demo's components do: the translate events run the model once (`DemoBackend.translate_outputs`), then
 draw the aligned words as lines; the layer, head, shift, skip-punctuation, unit, view and attention-kind controls
-redraw from the session's record without running it again.
+redraw from the session's record without running it again; the ablation button translates the record's sentence
+again with the ticked heads off (`DemoBackend.ablation_outputs`).
 
 The translate button is the one named API endpoint, ``/translate``; Gradio documents it from the signature and
 docstring of the function `translate_handler` returns. The other events are private.
@@ -18,7 +19,7 @@ from .backend import DemoBackend
 from .embed import PLACEHOLDER_VIEW
 from .layout import DemoLayout
 
-__all__ = ["after_translate_handler", "redraw_handlers", "translate_handler", "wire_events"]
+__all__ = ["ablation_handler", "after_translate_handler", "redraw_handlers", "translate_handler", "wire_events"]
 
 logger = logging.getLogger(__name__)
 
@@ -117,11 +118,34 @@ def after_translate_handler(backend: DemoBackend) -> Callable[..., tuple[Any, An
     return after_translate
 
 
+def ablation_handler(backend: DemoBackend) -> Callable[..., tuple[Any, ...]]:
+    """The ablation button's function: a refused request (no translation yet, no head ticked) is also a warning."""
+
+    def ablate(
+        record: Any,
+        encoder_heads: list[str],
+        decoder_heads: list[str],
+        cross_heads: list[str],
+        layer: str,
+        head: str,
+        shift: bool,
+        skip_punctuation: bool,
+    ) -> tuple[Any, ...]:
+        result, outputs = backend.ablation_outputs(
+            record, encoder_heads, decoder_heads, cross_heads, layer, head, shift, skip_punctuation
+        )
+        if not result.ok:
+            gr.Warning(result.status)
+        return outputs
+
+    return ablate
+
+
 def wire_events(ui: DemoLayout, backend: DemoBackend, *, concurrency_limit: int) -> None:
     """Attach the events to the components of `ui` (inside the same ``gr.Blocks`` context).
 
-    The translate events share one queue slot pool (``concurrency_id="model"``, `concurrency_limit` at a time);
-    the redraws share another, so that redrawing never waits behind translations.
+    The translate events and the ablation button share one queue slot pool (``concurrency_id="model"``,
+    `concurrency_limit` at a time); the redraws share another, so that redrawing never waits behind translations.
     """
     inputs = [ui.text, ui.direction, ui.num_beams, ui.max_new_tokens, ui.layer, ui.head, ui.unit, ui.view, ui.kind]
     outputs = [ui.translation, ui.status, ui.plot, ui.pairs, ui.views, ui.record_file, ui.record_state]
@@ -142,6 +166,19 @@ def wire_events(ui: DemoLayout, backend: DemoBackend, *, concurrency_limit: int)
     ui.button.click(api_name="translate", **model_events).then(**after_events)
     ui.text.submit(api_visibility="private", **model_events).then(**after_events)
     ui.examples.load_input_event.then(api_visibility="private", **model_events).then(**after_events)
+
+    ablation_inputs = [ui.record_state, ui.ablate_encoder, ui.ablate_decoder, ui.ablate_cross]
+    ablation_inputs += [ui.layer, ui.head, ui.shift, ui.skip_punctuation]
+    ablation_outputs = [ui.ablation_status, ui.original_translation, ui.original_links]
+    ablation_outputs += [ui.ablated_translation, ui.ablated_links]
+    ui.ablate_button.click(  # runs the model (a copy of it): it waits in the translations' queue
+        ablation_handler(backend),
+        inputs=ablation_inputs,
+        outputs=ablation_outputs,
+        api_visibility="private",
+        concurrency_id="model",
+        concurrency_limit=concurrency_limit,
+    )
 
     for control in (ui.layer, ui.head, ui.unit, ui.shift, ui.skip_punctuation):
         control.change(redraw_alignment, inputs=alignment_inputs, outputs=alignment_outputs, **redraw_events)

@@ -16,6 +16,7 @@ from .settings import (
     DIRECTION_CHOICES,
     EXAMPLES,
     KIND_CHOICES,
+    KIND_NAMES,
     MAX_BEAMS,
     MAX_CHARS,
     STATE_TTL_SECONDS,
@@ -52,6 +53,16 @@ class DemoLayout:
     plot: gr.Plot
     links: gr.Plot
     pairs: gr.Dataframe
+    # switching heads off: one checkbox group per attention kind, and the translations with and without them
+    ablate_encoder: gr.CheckboxGroup
+    ablate_decoder: gr.CheckboxGroup
+    ablate_cross: gr.CheckboxGroup
+    ablate_button: gr.Button
+    ablation_status: gr.Textbox
+    original_translation: gr.Textbox
+    original_links: gr.Plot
+    ablated_translation: gr.Textbox
+    ablated_links: gr.Plot
     # bertviz
     view: gr.Radio
     kind: gr.Radio
@@ -82,9 +93,12 @@ def build_layout(backend: DemoBackend) -> DemoLayout:
         example_labels=[f"{t}  ({'es→en' if d == 'es-en' else 'en→es'})" for t, d in EXAMPLES],
     )
     alignment = _alignment_section(backend)
+    ablation = _ablation_section(backend)
     bertviz = _bertviz_section()
     record_state = gr.State(None, time_to_live=STATE_TTL_SECONDS)
-    return DemoLayout(**inputs, examples=examples, **outputs, **alignment, **bertviz, record_state=record_state)
+    return DemoLayout(
+        **inputs, examples=examples, **outputs, **alignment, **ablation, **bertviz, record_state=record_state
+    )
 
 
 def _translation_inputs(backend: DemoBackend) -> dict[str, gr.components.Component]:
@@ -157,6 +171,48 @@ def _alignment_section(backend: DemoBackend) -> dict[str, gr.components.Componen
         plot=plot,
         links=links,
         pairs=pairs,
+    )
+
+
+def _ablation_section(backend: DemoBackend) -> dict[str, gr.components.Component]:
+    gr.Markdown(
+        "## Switch heads off: what does a head do for the translation?\n"
+        "Attention weights show where a head reads from, not what it does for the output. Tick heads (layer L, "
+        "head H, from 0) and translate the last sentence again with them switched off: their output is zeroed "
+        "before the layer's output projection (Michel et al. 2019). The translation and its alignment lines (read "
+        "with the choices above) appear next to the ones with every head on. `hf-vaswani head-importance` "
+        "measures every head this way on a test set."
+    )
+    with gr.Row():
+        groups = {
+            f"ablate_{kind}": gr.CheckboxGroup(
+                backend.head_labels(kind), value=[], label=KIND_NAMES[kind], elem_id=f"ablate-{kind}"
+            )
+            for kind in ("encoder", "decoder", "cross")
+        }
+    button = gr.Button("Translate with these heads off", elem_id="ablate-button")
+    status = gr.Textbox(label="Heads off", interactive=False, lines=2, elem_id="ablation-status")
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1):
+            original = gr.Textbox(label="Translation, every head on", interactive=False, elem_id="ablation-original")
+            original_links = gr.Plot(
+                label="Alignment, every head on", show_label=False, format="png", elem_id="ablation-original-links"
+            )
+        with gr.Column(scale=1):
+            ablated = gr.Textbox(
+                label="Translation, the ticked heads off", interactive=False, elem_id="ablation-translation"
+            )
+            ablated_links = gr.Plot(
+                label="Alignment, the ticked heads off", show_label=False, format="png", elem_id="ablation-links"
+            )
+    return dict(
+        **groups,
+        ablate_button=button,
+        ablation_status=status,
+        original_translation=original,
+        original_links=original_links,
+        ablated_translation=ablated,
+        ablated_links=ablated_links,
     )
 
 

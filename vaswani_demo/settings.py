@@ -13,6 +13,7 @@ __all__ = [
     "DIRECTION_CHOICES",
     "EXAMPLES",
     "FILE_TTL_SECONDS",
+    "HEAD_LABEL",
     "KIND_CHOICES",
     "KIND_NAMES",
     "LANGUAGE_NAMES",
@@ -58,6 +59,8 @@ KIND_CHOICES: list[tuple[str, str]] = [
 ]
 VIEW_CHOICES: list[tuple[str, str]] = [("Head view", "head"), ("Model view", "model")]
 UNIT_CHOICES: list[tuple[str, str]] = [("Words, alignment links boxed", "words"), ("Subword tokens", "tokens")]
+#: How the ablation panel names a head of one attention kind: layer and head, from 0 ("L0 H1").
+HEAD_LABEL = "L{layer} H{head}"
 #: The layer or head value that averages over all of them.
 MEAN = "mean"
 

@@ -6,10 +6,12 @@ offline bertviz pages, `plot_heatmap`/`plot_layer_grid`/`plot_alignment`/`plot_a
 read word alignments off the cross-attention (`align`, by default as the model's `config.alignment` says), score
 them (`alignment_error_rate`) and search the layer, heads and shift that align best (`search_alignments`),
 describe each head (`head_statistics`, `attention_rollout`), write it all to a folder (`write_report`), and compare
-the heads with a pretrained BERT's (`compare_bert`, more in `vaswani_inspect.compare`). Without a model,
+the heads with a pretrained BERT's (`compare_bert`, more in `vaswani_inspect.compare`). Attention weights are not an
+explanation; to see what a head does for the output, switch it off (`ablate_heads`, `gradient_masks`) and measure
+every head's importance on sentence pairs (`head_importance`, `write_importance_report`). Without a model,
 `load_model_and_tokenizer` loads the shipped checkpoint (`hf_vaswani.paths.default_model_path()`).
 
-Command line: the ``inspect``, ``align-eval`` and ``compare-bert`` subcommands of ``hf-vaswani``
+Command line: the ``inspect``, ``align-eval``, ``compare-bert`` and ``head-importance`` subcommands of ``hf-vaswani``
 (`vaswani_inspect.commands`), also run as ``python -m vaswani_inspect``::
 
     hf-vaswani inspect "el gato negro" --direction es-en --out report/
@@ -21,6 +23,7 @@ matplotlib, bertviz, mpld3 and scikit-learn are imported when a figure, a page o
 from .dependencies import is_extra_module, missing_extra_error
 
 try:
+    from .ablation import Head, ablate_heads, gradient_masks, list_heads
     from .alignment import (
         DEFAULT_ALIGNMENT,
         AlignmentCandidate,
@@ -43,6 +46,8 @@ try:
     from .compare import compare_bert
     from .extract import AttentionUnavailableError, extract, load_model_and_tokenizer, record_from_ids
     from .heads import HeadStats, attention_rollout, head_statistics, head_statistics_table
+    from .importance import HeadImportance, HeadScore, head_importance
+    from .importance_report import write_importance_report
     from .plots import plot_alignment, plot_alignment_links, plot_heatmap, plot_layer_grid, save_figure
     from .record import KINDS, AttentionRecord
     from .report import write_report
@@ -62,9 +67,13 @@ __all__ = [
     "AttentionRecord",
     "AttentionUnavailableError",
     "GoldAlignment",
+    "Head",
+    "HeadImportance",
+    "HeadScore",
     "HeadStats",
     "LayerSearch",
     "TextWords",
+    "ablate_heads",
     "align",
     "alignment_error_rate",
     "alignment_matrix",
@@ -73,9 +82,12 @@ __all__ = [
     "best_layer",
     "compare_bert",
     "extract",
+    "gradient_masks",
+    "head_importance",
     "head_statistics",
     "head_statistics_table",
     "head_view_html",
+    "list_heads",
     "load_model_and_tokenizer",
     "merge_attention",
     "model_view_html",
@@ -96,5 +108,6 @@ __all__ = [
     "word_spans",
     "words",
     "write_alignment_config",
+    "write_importance_report",
     "write_report",
 ]

@@ -1,0 +1,160 @@
+"""The demo's ablation panel: switch heads off and translate the last sentence again (`DemoBackend.ablate`), in a
+copy of the model that translations served at the same time never see; and the panel in a real browser (Debian's
+chromium, marked ``browser``). The model is the one of tests/demo/test_demo.py (the shipped checkpoint when it
+exists, else a tiny random one)."""
+
+from __future__ import annotations
+
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+
+from vaswani_demo import DemoBackend, build_app, launch_app  # noqa: E402
+from vaswani_demo.testing import demo_model_for_tests  # noqa: E402
+from vaswani_inspect import ablate_heads, extract  # noqa: E402
+from vaswani_inspect.ablation import attention_modules  # noqa: E402
+
+pytest.importorskip("gradio")
+
+from tests.demo.test_demo import CHROMIUM, CHROMIUM_ARGS, _free_port  # noqa: E402
+from tests.helpers import ROOT  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory: pytest.TempPathFactory) -> DemoBackend:
+    return DemoBackend.load(demo_model_for_tests(tmp_path_factory.mktemp("demo-model")))
+
+
+def _all(backend: DemoBackend, kind: str) -> list[str]:
+    return backend.head_labels(kind)
+
+
+def test_head_labels_cover_every_head(backend):
+    for kind, (layers, heads) in backend.heads.items():
+        labels = backend.head_labels(kind)
+        assert len(labels) == layers * heads and labels[0] == "L0 H0" and labels[-1] == f"L{layers - 1} H{heads - 1}"
+    assert backend.heads_from_labels({"cross": ["L1 H0", "L0 H1"], "encoder": None}) == [
+        ("cross", 0, 1),
+        ("cross", 1, 0),
+    ]
+    with pytest.raises(ValueError, match="no cross-attention head 'L9 H0'"):
+        backend.heads_from_labels({"cross": ["L9 H0"]})
+
+
+def test_refused_ablations_say_why_and_run_nothing(backend):
+    runs = backend.model_runs
+    assert backend.ablate(None, {"cross": ["L0 H0"]}).status.startswith("Translate a sentence first")
+    record = backend.translate("el gato negro", "es-en", 1, 12).record
+    runs = backend.model_runs
+    assert backend.ablate(record, {"cross": [], "encoder": None}).status == "Tick at least one head to switch off."
+    assert "has no encoder self-attention head" in backend.ablate(record, {"encoder": ["L0 H99"]}).status
+    assert not backend.ablate(record, {"cross": ["L0 H99"]}).ok
+    assert backend.model_runs == runs
+    status, original, original_links, ablated, links = backend.ablation_outputs(None, cross_heads=["L0 H0"])[1]
+    assert status.startswith("Translate a sentence first") and (original, original_links, ablated, links) == (
+        "",
+        None,
+        "",
+        None,
+    )
+
+
+def test_every_cross_head_off_changes_the_translation(backend):
+    record = backend.translate("el gato negro", "es-en", 1, 12).record
+    runs = backend.model_runs
+    result, outputs = backend.ablation_outputs(record, cross_heads=_all(backend, "cross"))
+    assert result.ok and backend.model_runs == runs + 1
+    assert result.heads_off == [f"cross {label}" for label in _all(backend, "cross")]
+    assert not result.record.allclose(record)  # what reaches the output changed
+    assert result.record.generate_kwargs == record.generate_kwargs and result.record.source_text == "el gato negro"
+    status, original, original_links, ablated, links = outputs
+    assert original == record.target_text and ablated == result.translation
+    assert original_links is not None and links is not None
+    assert re.match(rf"{len(result.heads_off)} head\(s\) off \(cross L0 H0, ", status)
+    # The same as switching the heads off in the served model itself.
+    with ablate_heads(backend.model, {"cross": {layer: "all" for layer in range(backend.heads["cross"][0])}}):
+        expected = extract(
+            backend.model, backend.tokenizer, "el gato negro", direction="es-en", generate_kwargs=record.generate_kwargs
+        )
+    assert expected.target_text == result.translation
+    assert all(m.head_mask is None for group in attention_modules(backend.model).values() for m in group)
+
+
+def test_translations_served_during_ablations_keep_every_head(backend):
+    sentences = ["el gato negro", "El banco aprobó el crédito", "Me senté en el banco de la plaza"]
+    expected = {text: backend.translate(text, "es-en", 1, 12).translation for text in sentences}
+    record = backend.translate(sentences[0], "es-en", 1, 12).record
+    heads = {kind: _all(backend, kind) for kind in ("encoder", "decoder", "cross")}
+
+    def job(i: int) -> tuple[str, str]:
+        if i % 2:
+            return "ablated", backend.ablate(record, heads).translation
+        text = sentences[i % len(sentences)]
+        return text, backend.translate(text, "es-en", 1, 12).translation
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(job, range(8)))
+    ablated = {translation for name, translation in results if name == "ablated"}
+    assert len(ablated) == 1  # the same every time
+    for name, translation in results:
+        if name != "ablated":
+            assert translation == expected[name], name
+
+
+def test_the_panel_is_on_the_page_and_not_in_the_api(backend):
+    app = build_app(backend=backend)
+    components = {c.elem_id: c for c in app.blocks.values() if getattr(c, "elem_id", None)}
+    panel = ("ablate-encoder", "ablate-decoder", "ablate-cross", "ablate-button", "ablation-status")
+    assert set(panel) | {"ablation-original", "ablation-translation", "ablation-links"} <= set(components)
+    assert components["ablate-cross"].choices[0][0] == "L0 H0" and components["ablate-cross"].value == []
+    assert list(app.get_api_info()["named_endpoints"]) == ["/translate"]
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed (apt-get install chromium)")
+def test_browser_switches_heads_off(backend):
+    playwright = pytest.importorskip("playwright.sync_api")
+    app = build_app(backend=backend)
+    port = _free_port()
+    launch_app(app, host="127.0.0.1", port=port, prevent_thread_lock=True, quiet=True)
+    artifacts = ROOT / "test-artifacts"
+    artifacts.mkdir(exist_ok=True)
+    try:
+        with playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+            try:
+                page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+                page.goto(f"http://127.0.0.1:{port}/", wait_until="domcontentloaded")
+                expect = playwright.expect
+                source = page.locator("#source-text textarea")
+                expect(source).to_be_visible(timeout=60_000)
+                # Before any translation the button explains itself.
+                page.locator("#ablate-button").click()
+                expect(page.locator("#ablation-status textarea")).to_have_value(
+                    re.compile("^Translate a sentence first"), timeout=60_000
+                )
+                source.fill("el gato negro")
+                page.locator("#translate-button").click()
+                translation = page.locator("#translation textarea")
+                expect(translation).not_to_have_value("", timeout=120_000)
+                runs = backend.model_runs
+                for label in backend.head_labels("cross"):
+                    page.locator("#ablate-cross").get_by_role("checkbox", name=label, exact=True).check()
+                page.locator("#ablate-button").click()
+                status = page.locator("#ablation-status textarea")
+                expect(status).to_have_value(re.compile(r"head\(s\) off \(cross L0 H0"), timeout=120_000)
+                expect(page.locator("#ablation-original textarea")).to_have_value(translation.input_value())
+                expect(page.locator("#ablation-translation textarea")).not_to_have_value("", timeout=60_000)
+                expect(page.locator("#ablation-original-links img").first).to_be_visible(timeout=60_000)
+                expect(page.locator("#ablation-links img").first).to_be_visible(timeout=60_000)
+                assert backend.model_runs == runs + 1
+                page.locator("#ablation-status").scroll_into_view_if_needed()
+                page.screenshot(path=str(artifacts / "demo-ablation.png"), full_page=True)
+            finally:
+                browser.close()
+    finally:
+        app.close()

@@ -1,0 +1,211 @@
+"""Switch attention heads off, or measure how much the loss depends on each (Michel et al. 2019, "Are Sixteen
+Heads Really Better than One?").
+
+Every `VaswaniAttention` module has a `head_mask`: `None`, or one factor per head that scales the head's output
+before the output projection W^O. 0 switches a head off (what is left of the attention is W^O applied to the other
+heads, plus the projection's bias), 1 keeps it, and a mask that requires grad collects dL/dmask.
+
+A head is named by its attention kind (`KINDS`: ``"encoder"`` self-attention, ``"decoder"`` self-attention,
+``"cross"`` encoder-decoder attention), its layer and its index, all from 0. A set of heads is a mapping
+``{kind: {layer: [head, ...] or "all"}}``:
+
+    with ablate_heads(model, {"cross": {2: [1, 3]}, "encoder": {0: "all"}}):
+        model.generate(**batch)          # greedy or beam search, with the cache, sdpa or eager
+
+    with gradient_masks(model) as masks:  # {kind: (layers, heads) leaf tensors of ones}
+        loss.backward()
+    masks["cross"].grad                   # dL/dmask, one value per layer and head
+
+Both restore the masks the modules had on the way out, also after an error, and nest (an inner ablation keeps the
+outer one's heads off).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, NamedTuple
+
+import torch
+
+from .record import check_kind
+
+__all__ = [
+    "Head",
+    "HeadSpec",
+    "ablate_heads",
+    "attention_modules",
+    "check_heads",
+    "gradient_masks",
+    "head_counts",
+    "heads_of",
+    "list_heads",
+]
+
+#: ``{kind: {layer: [head, ...] or "all"}}``: the heads to switch off.
+HeadSpec = Mapping[str, Mapping[int, "Iterable[int] | str"]]
+
+
+class Head(NamedTuple):
+    """One attention head: its kind (``"encoder"``, ``"decoder"`` or ``"cross"``), layer and index."""
+
+    kind: str
+    layer: int
+    head: int
+
+    def label(self) -> str:
+        """``"cross L1 H0"``: how reports and the demo name the head."""
+        return f"{self.kind} L{self.layer} H{self.head}"
+
+
+def attention_modules(model: torch.nn.Module) -> dict[str, list[torch.nn.Module]]:
+    """The attention modules of an encoder-decoder Vaswani model, per kind, in layer order.
+
+    Raises:
+        TypeError: `model` has no encoder and decoder layers with ``self_attn`` / ``cross_attn`` modules that take a
+            ``head_mask``.
+    """
+    try:
+        encoder, decoder = model.get_encoder(), model.get_decoder()
+        modules = {
+            "encoder": [layer.self_attn for layer in encoder.layers],
+            "decoder": [layer.self_attn for layer in decoder.layers],
+            "cross": [layer.cross_attn for layer in decoder.layers],
+        }
+    except AttributeError:
+        modules = {}
+    if not modules or not all(hasattr(m, "head_mask") for group in modules.values() for m in group):
+        raise TypeError(
+            f"{type(model).__name__} is not a Vaswani encoder-decoder model whose attention modules take a head_mask "
+            "(hf_vaswani.VaswaniForConditionalGeneration)."
+        )
+    return modules
+
+
+def head_counts(model: torch.nn.Module) -> dict[str, tuple[int, int]]:
+    """``{kind: (layers, heads per layer)}`` of `model`."""
+    return {kind: (len(modules), int(modules[0].num_heads)) for kind, modules in attention_modules(model).items()}
+
+
+def list_heads(model: torch.nn.Module) -> list[Head]:
+    """Every head of `model`: encoder, then decoder, then cross-attention, by layer and head."""
+    return [
+        Head(kind, layer, head)
+        for kind, (layers, heads) in head_counts(model).items()
+        for layer in range(layers)
+        for head in range(heads)
+    ]
+
+
+def _index(value: Any, size: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{what} must be a whole number from 0 to {size - 1}, got {value!r}.")
+    if not 0 <= value < size:
+        raise ValueError(f"{what} {value} does not exist: there are {size}, numbered 0 to {size - 1}.")
+    return value
+
+
+def check_heads(model: torch.nn.Module, heads: HeadSpec | Iterable[Head]) -> dict[str, dict[int, list[int]]]:
+    """`heads` checked against `model` and written out: ``{kind: {layer: sorted heads}}``, kinds and layers
+    without a head left out. Also takes an iterable of `Head` (or ``(kind, layer, head)`` tuples).
+
+    Raises:
+        ValueError: an unknown kind, a layer or head the model does not have, or a spec that is not a mapping of
+            layers to head lists (or ``"all"``).
+    """
+    counts = head_counts(model)
+    if not isinstance(heads, Mapping):
+        spec: dict[str, dict[int, list[int]]] = {}
+        for item in heads:
+            kind, layer, head = Head(*item)
+            spec.setdefault(kind, {}).setdefault(layer, []).append(head)
+        heads = spec
+    checked: dict[str, dict[int, list[int]]] = {}
+    for kind, layers in heads.items():
+        check_kind(kind)
+        if not isinstance(layers, Mapping):
+            raise ValueError(f"The {kind} heads must be a mapping {{layer: [head, ...] or 'all'}}, got {layers!r}.")
+        num_layers, num_heads = counts[kind]
+        for layer, chosen in layers.items():
+            layer = _index(layer, num_layers, f"{kind} layer")
+            if isinstance(chosen, str):
+                if chosen != "all":
+                    raise ValueError(f"The heads of {kind} layer {layer} must be a list or 'all', got {chosen!r}.")
+                chosen = range(num_heads)
+            elif not isinstance(chosen, Iterable):
+                raise ValueError(f"The heads of {kind} layer {layer} must be a list or 'all', got {chosen!r}.")
+            indices = {_index(head, num_heads, f"{kind} layer {layer} head") for head in chosen}
+            if indices:
+                merged = checked.setdefault(kind, {}).setdefault(layer, [])
+                checked[kind][layer] = sorted(set(merged) | indices)
+    return checked
+
+
+def heads_of(spec: Mapping[str, Mapping[int, Iterable[int]]]) -> list[Head]:
+    """The heads of a checked spec (`check_heads`), as a sorted list of `Head`."""
+    return sorted(
+        Head(kind, layer, head) for kind, layers in spec.items() for layer, hs in layers.items() for head in hs
+    )
+
+
+@contextlib.contextmanager
+def _restoring_masks(model: torch.nn.Module) -> Iterator[dict[str, list[torch.nn.Module]]]:
+    modules = attention_modules(model)
+    saved = {kind: [m.head_mask for m in group] for kind, group in modules.items()}
+    try:
+        yield modules
+    finally:
+        for kind, group in modules.items():
+            for module, mask in zip(group, saved[kind]):
+                module.head_mask = mask
+
+
+def _parameter(model: torch.nn.Module) -> torch.Tensor:
+    return next(model.parameters())
+
+
+@contextlib.contextmanager
+def ablate_heads(model: torch.nn.Module, heads: HeadSpec | Iterable[Head]) -> Iterator[dict[str, dict[int, list[int]]]]:
+    """Switch `heads` off inside the block: their outputs are zeroed before the output projection of their layer
+    (Michel et al. 2019). Works for `forward` and `generate` (greedy, beam search, with the cache), on the eager
+    and sdpa paths. Layers without a chosen head are not touched, so an empty spec changes no bit of the logits.
+
+    Yields the checked spec (`check_heads`). On exit every module gets back the mask it had, error or not.
+
+    Raises:
+        ValueError: an unknown kind, layer or head (before anything is changed).
+    """
+    spec = check_heads(model, heads)
+    reference = _parameter(model)
+    with _restoring_masks(model) as modules:
+        for kind, layers in spec.items():
+            for layer, chosen in layers.items():
+                module = modules[kind][layer]
+                previous = module.head_mask
+                mask = torch.ones(module.num_heads, device=reference.device, dtype=torch.float32)
+                if previous is not None:
+                    mask = mask * previous.detach().to(mask)
+                mask[chosen] = 0.0
+                module.head_mask = mask
+        yield spec
+
+
+@contextlib.contextmanager
+def gradient_masks(model: torch.nn.Module) -> Iterator[dict[str, torch.Tensor]]:
+    """Give every attention module a mask of ones that requires grad, for the block: a backward pass then leaves
+    dL/dmask_h, how much the loss L changes as head h is scaled, in ``masks[kind].grad`` (shape (layers, heads)).
+    The head importance of Michel et al. (2019) is its absolute value, averaged over examples.
+
+    Yields ``{kind: (layers, heads) leaf tensor}``; the modules' own masks are restored on exit.
+    """
+    reference = _parameter(model)
+    counts = head_counts(model)
+    masks = {
+        kind: torch.ones(layers, heads, device=reference.device, dtype=torch.float32, requires_grad=True)
+        for kind, (layers, heads) in counts.items()
+    }
+    with _restoring_masks(model) as modules:
+        for kind, group in modules.items():
+            for layer, module in enumerate(group):
+                module.head_mask = masks[kind][layer]
+        yield masks
