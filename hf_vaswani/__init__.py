@@ -15,6 +15,7 @@ from .modeling_vaswani import (
     VaswaniModel,
     VaswaniPreTrainedModel,
 )
+from .pipeline_vaswani import VaswaniTranslationPipeline
 
 __version__ = "0.1.0"
 
@@ -32,4 +33,5 @@ __all__ = [
     "VaswaniForConditionalGeneration",
     "VaswaniModel",
     "VaswaniPreTrainedModel",
+    "VaswaniTranslationPipeline",
 ]

@@ -27,12 +27,10 @@ import json
 import os
 import shutil
 import tempfile
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .inference import TruncatedInputWarning
 from .paths import default_model_path, looks_like_local_path
 
 __all__ = [
@@ -59,7 +57,6 @@ EXPORT_VERSION = 1
 #: What `generate()` uses for a generation setting the model's generation config leaves unset.
 GENERATE_DEFAULTS = {"max_length": 20, "min_length": 0, "num_beams": 1, "length_penalty": 1.0}
 
-_REPORTED = 5
 
 
 def ctranslate2_available() -> bool:
@@ -318,43 +315,16 @@ class CTranslate2Translator:
         num_beams: int | None,
         max_new_tokens: int | None,
     ) -> list[list[str]]:
-        """The source token strings (``>>lang<<`` ... ``</s>``), cut to the model's limit with one warning."""
-        from .languages import direction_to_languages, source_with_language
+        """The source token strings (``>>lang<<`` ... ``</s>``), checked and cut as the PyTorch path does."""
+        from .inference import checked_sources, fitted_sources
 
-        _, target_lang = direction_to_languages(direction)
         sentences = list(sentences)
         labels = list(labels) if labels is not None else [f"sentence {i}" for i in range(1, len(sentences) + 1)]
-        if len(labels) != len(sentences):
-            raise ValueError(f"Got {len(labels)} labels for {len(sentences)} sentences.")
-        if not sentences:
-            raise ValueError("No sentence to translate: the input is empty.")
-        for name, value in (("batch_size", batch_size), ("num_beams", num_beams), ("max_new_tokens", max_new_tokens)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-        texts = []
-        for label, sentence in zip(labels, sentences, strict=True):
-            try:
-                texts.append(source_with_language(sentence, target_lang))
-            except (ValueError, TypeError) as error:
-                raise ValueError(f"{label[:1].upper()}{label[1:]}: {error}") from None
-        limit = self._max_source_tokens()
-        full = self.tokenizer(texts, verbose=False)["input_ids"]
-        too_long = [i for i, ids in enumerate(full) if len(ids) > limit]
-        if too_long:
-            listed = [f"{labels[i]} ({len(full[i])} tokens)" for i in too_long]
-            more = f" and {len(listed) - _REPORTED} more" if len(listed) > _REPORTED else ""
-            warnings.warn(
-                f"{len(too_long)} source(s) longer than the {limit} tokens the model accepts; only their first "
-                f"{limit} tokens were translated: " + ", ".join(listed[:_REPORTED]) + more + ".",
-                TruncatedInputWarning,
-                stacklevel=4,
-            )
+        settings = dict(num_beams=num_beams, batch_size=batch_size, max_new_tokens=max_new_tokens)
+        texts = checked_sources(self, self.tokenizer, sentences, direction, labels, **settings)
+        _, limit = fitted_sources(self, self.tokenizer, texts, labels)
         ids = self.tokenizer(texts, truncation=True, max_length=limit, verbose=False)["input_ids"]
         return [self.tokenizer.convert_ids_to_tokens(row) for row in ids]
-
-    def _max_source_tokens(self) -> int:
-        limits = [self.config.max_position_embeddings, getattr(self.tokenizer, "model_max_length", None)]
-        return min(int(v) for v in limits if isinstance(v, int) and 0 < v < 10**9)
 
     def _decoding_options(
         self, num_beams: int | None, max_new_tokens: int | None, length_penalty: float | None

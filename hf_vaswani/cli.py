@@ -29,6 +29,7 @@ BUILTIN_COMMANDS = (
     "hf_vaswani.commands.translate",
     "hf_vaswani.commands.convert",
     "hf_vaswani.commands.export",
+    "hf_vaswani.commands.word_align",
 )
 
 #: Other installed packages register command modules under this entry-point group (name: the command).
@@ -131,6 +132,15 @@ def _one_line_warnings(command: str) -> Iterator[None]:
         warnings.showwarning = original
 
 
+def _quiet_loading() -> None:
+    """No progress bars for loading weights or files: a command's output is its result and one-line messages."""
+    from huggingface_hub.utils import disable_progress_bars
+    from transformers.utils import logging
+
+    disable_progress_bars()
+    logging.disable_progress_bar()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``hf-vaswani`` with `argv` (default: ``sys.argv[1:]``); returns the exit code.
 
@@ -144,6 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         subcommands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         subcommands.choices[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     user_errors = USER_ERRORS + tuple(getattr(args, "user_errors", ()))
+    _quiet_loading()
     keep_freed_memory()  # faster CPU training and beam search (hf_vaswani.runtime); HF_VASWANI_KEEP_FREED_MEMORY=0: off
     try:
         with _one_line_warnings(args.command):

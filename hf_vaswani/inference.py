@@ -309,14 +309,24 @@ def translate(
             characters the tokenizer does not know (`check_known_characters`), a batch size below 1, or a beam
             size or maximum length the model cannot generate with (`check_generation_settings`).
     """
+    if getattr(model, "is_ctranslate2", False):  # hf_vaswani.backends.CTranslate2Translator
+        return model.translate(
+            sentences,
+            direction,
+            num_beams=num_beams,
+            batch_size=batch_size,
+            max_new_tokens=max_new_tokens,
+            length_penalty=length_penalty,
+            labels=labels,
+        )
     sentences = list(sentences)
     labels = list(labels) if labels is not None else [f"sentence {i}" for i in range(1, len(sentences) + 1)]
     settings = dict(num_beams=num_beams, batch_size=batch_size, max_new_tokens=max_new_tokens)
-    sources = _checked_sources(model, tokenizer, sentences, direction, labels, **settings)
+    sources = checked_sources(model, tokenizer, sentences, direction, labels, **settings)
     return _generate(model, tokenizer, sources, labels, length_penalty=length_penalty, **settings)
 
 
-def _checked_sources(
+def checked_sources(
     model: Any,
     tokenizer: Any,
     sentences: Sequence[str],
@@ -365,6 +375,24 @@ def _generate_kwargs(
     return generate_kwargs
 
 
+def fitted_sources(model: Any, tokenizer: Any, sources: Sequence[str], labels: Sequence[str]) -> tuple[list[int], int]:
+    """The token count of each checked source and the longest the model accepts; warns once (naming them) about
+    the sources that will be cut to that length. Shared by both backends."""
+    limit = _max_source_tokens(model, tokenizer)
+    lengths = [len(ids) for ids in tokenizer(list(sources), verbose=False)["input_ids"]]
+    too_long = [i for i, n in enumerate(lengths) if n > limit]
+    if too_long:
+        warnings.warn(
+            f"{len(too_long)} source(s) longer than the {limit} tokens the model accepts; only their first "
+            f"{limit} tokens were translated: "
+            + _listed([f"{labels[i]} ({lengths[i]} tokens)" for i in too_long])
+            + ".",
+            TruncatedInputWarning,
+            stacklevel=4,
+        )
+    return lengths, limit
+
+
 def _generate(
     model: Any,
     tokenizer: Any,
@@ -376,20 +404,8 @@ def _generate(
     max_new_tokens: int | None,
     length_penalty: float | None,
 ) -> list[str]:
-    """Translate the checked `sources` in batches of similar length; warns about the ones cut to the model's
-    length."""
-    limit = _max_source_tokens(model, tokenizer)
-    lengths = [len(ids) for ids in tokenizer(list(sources), verbose=False)["input_ids"]]
-    too_long = [i for i, n in enumerate(lengths) if n > limit]
-    if too_long:
-        warnings.warn(
-            f"{len(too_long)} source(s) longer than the {limit} tokens the model accepts; only their first "
-            f"{limit} tokens were translated: "
-            + _listed([f"{labels[i]} ({lengths[i]} tokens)" for i in too_long])
-            + ".",
-            TruncatedInputWarning,
-            stacklevel=3,
-        )
+    """Translate the checked `sources` in batches of similar length."""
+    lengths, limit = fitted_sources(model, tokenizer, sources, labels)
     order = sorted(range(len(sources)), key=lambda i: lengths[i], reverse=True)
     results: list[str] = [""] * len(sources)
     generate_kwargs = _generate_kwargs(model, num_beams, max_new_tokens, length_penalty)
@@ -465,24 +481,24 @@ def evaluate_pairs(
     generation = getattr(model, "generation_config", None)
     labels = list(labels) if labels is not None else [f"pair {i}" for i in range(1, len(pairs) + 1)]
     settings = dict(num_beams=num_beams, batch_size=batch_size, max_new_tokens=max_new_tokens)
-    # Every direction's sources are checked before the first one is translated.
-    checked = {
-        direction: _checked_sources(
-            model,
-            tokenizer,
-            [pair[LANGUAGES.index(direction_to_languages(direction)[0])] for pair in pairs],
-            direction,
-            labels,
-            **settings,
-        )
+    sentences = {
+        direction: [pair[LANGUAGES.index(direction_to_languages(direction)[0])] for pair in pairs]
         for direction in dict.fromkeys(directions)
     }
+    # Every direction's sources are checked before the first one is translated.
+    checked = {d: checked_sources(model, tokenizer, s, d, labels, **settings) for d, s in sentences.items()}
     scores: dict[str, dict[str, Any]] = {}
     hypotheses: dict[str, list[str]] = {}
     for direction, sources in checked.items():
         target_lang = direction_to_languages(direction)[1]
         references = [pair[LANGUAGES.index(target_lang)] for pair in pairs]
-        hypotheses[direction] = _generate(model, tokenizer, sources, labels, length_penalty=length_penalty, **settings)
+        if getattr(model, "is_ctranslate2", False):  # hf_vaswani.backends.CTranslate2Translator
+            translated = model.translate(
+                sentences[direction], direction, length_penalty=length_penalty, labels=labels, **settings
+            )
+        else:
+            translated = _generate(model, tokenizer, sources, labels, length_penalty=length_penalty, **settings)
+        hypotheses[direction] = translated
         scores[direction] = {
             **score_translations(hypotheses[direction], references),
             "sentences": len(pairs),

@@ -80,6 +80,7 @@ def write_model_card(
         wall_time=training["wall_time"],
         test_pairs=training["test_pairs"],
         num_beams=training["num_beams"],
+        alignment=config.get("alignment"),
     )
     path = model_dir / "README.md"
     card.save(path)

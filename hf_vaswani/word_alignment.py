@@ -38,6 +38,7 @@ __all__ = [
 Links = set[tuple[int, int]]
 SYMMETRIZATIONS = ("intersection", "union", "grow-diag-final-and")
 
+_PHARAOH_LINK = re.compile(r"(\d+)[-p?](\d+)")
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*|[^\w\s]|_")
 
 
@@ -88,7 +89,8 @@ def write_pharaoh(alignments: Iterable[Links], path: str | os.PathLike[str]) -> 
 
 
 def read_pharaoh(path: str | os.PathLike[str]) -> list[Links]:
-    """The links of a Pharaoh file written by `write_pharaoh` (or eflomal, fast_align, ...)."""
+    """The links of a Pharaoh file written by `write_pharaoh` (or eflomal, fast_align, ...); possible links
+    (``ipj``) are read as links too (`vaswani_inspect.read_gold` keeps sure and possible apart)."""
     alignments = []
     for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
         try:
@@ -99,8 +101,10 @@ def read_pharaoh(path: str | os.PathLike[str]) -> list[Links]:
 
 
 def _link(item: str) -> tuple[int, int]:
-    source, target = item.replace("?", "").split("-")  # "i?j" marks a possible link in some gold files
-    return int(source), int(target)
+    found = _PHARAOH_LINK.fullmatch(item)  # "i-j", or a possible link "ipj" / "i?j" as gold files write them
+    if found is None:
+        raise ValueError(item)
+    return int(found.group(1)), int(found.group(2))
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -1,11 +1,14 @@
 """Turn a finished training run into the shipped, Hub-ready checkpoint folder.
 
-    python scripts/release_checkpoint.py runs/tatoeba-es-en --out pretrained/vaswani-tatoeba-es-en
+    python scripts/release_checkpoint.py runs/tatoeba-es-en-align --out pretrained/vaswani-tatoeba-es-en \
+        --alignment-json runs/align-eval-es-en.json runs/align-eval-en-es.json
 
-Takes `RUN/averaged` (the average of the last checkpoints, sec. 6.1), casts it for shipping, scores the cast model
-exactly as users will load it on the run's own test split (both directions, beam search, sacrebleu defaults),
-translates the course examples, and writes the folder: weights, config, generation config, tokenizer, modeling code
-for `trust_remote_code`, `eval_results.json`, `training_curves.png` and the model card (`README.md`).
+Takes `RUN/averaged` (the average of the last checkpoints, sec. 6.1), stores its weights in bfloat16 (loaded in
+float32, `hf_vaswani.model_folder.finish_model_folder`), scores the model exactly as users will load it on the run's
+own test split (both directions, beam search, sacrebleu defaults), translates the course examples, and writes the
+folder: weights, config, generation config, tokenizer, modeling code and translation pipeline for
+`trust_remote_code`, `eval_results.json` (with the alignment scores of `hf-vaswani align-eval --json`, when given),
+`training_curves.png` and the model card (`README.md`).
 """
 
 import argparse
@@ -16,10 +19,12 @@ import time
 from pathlib import Path
 
 import torch
+from transformers import GenerationConfig
 
 import hf_vaswani  # noqa: F401  (registers the model with the Auto classes, so save_pretrained writes the code)
 from hf_vaswani.inference import evaluate_file, load_translator, translate
 from hf_vaswani.model_card import write_model_card
+from hf_vaswani.model_folder import finish_model_folder
 from hf_vaswani.training import find_checkpoints
 from vaswani_inspect.training_curves import plot_training_curves
 
@@ -61,6 +66,14 @@ def main() -> None:
     parser.add_argument("--num-beams", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--limit", type=int, default=None, help="score only the first N test pairs (quick checks)")
+    parser.add_argument("--summary", default=None, help="the model card's training summary (default: one stage)")
+    parser.add_argument(
+        "--alignment-json",
+        nargs="*",
+        type=Path,
+        default=[],
+        help="align-eval --json reports (one per direction) to record in eval_results.json",
+    )
     parser.add_argument(
         "--data-note",
         default="",
@@ -72,8 +85,10 @@ def main() -> None:
     model, tokenizer = load_translator(averaged, dtype="float32")
     staged = args.out.with_name(args.out.name + ".tmp")
     shutil.rmtree(staged, ignore_errors=True)
+    model.generation_config = GenerationConfig.from_pretrained(averaged)
     model.to(getattr(torch, args.dtype)).save_pretrained(staged)
     tokenizer.save_pretrained(staged)
+    finish_model_folder(staged)
 
     shipped, tokenizer = load_translator(staged)  # as a user loads it: the stored dtype
     start = time.perf_counter()
@@ -97,6 +112,7 @@ def main() -> None:
                 "scores": scores,
                 "course_examples": examples,
                 "eval_seconds": round(eval_seconds, 1),
+                "alignment": {str(path.name): json.loads(path.read_text()) for path in args.alignment_json},
             },
             indent=2,
             ensure_ascii=False,
@@ -113,7 +129,8 @@ def main() -> None:
         model_id=args.model_id,
         results=[{"direction": d, "bleu": scores[d]["bleu"], "chrf": scores[d]["chrf"]} for d in ("es-en", "en-es")],
         training={
-            "summary": (
+            "summary": args.summary
+            or (
                 f"Trained from scratch with `hf-vaswani train configs/tatoeba-es-en.yaml` (hf-vaswani "
                 f"{hf_vaswani.__version__}, torch {torch.__version__}) in bf16 autocast on a CPU."
             ),
@@ -129,8 +146,13 @@ def main() -> None:
                     else ""
                 )
                 + (
-                    f"; plus {config['data']['casual_copies']:.0%} of the training pairs again, lower-case initial "
-                    "and unpunctuated (`data.casual_copies`)"
+                    "; the same phrases again as sentences ('El gato negro.' / 'The black cat.')"
+                    if config["data"].get("noun_phrase_sentences")
+                    else ""
+                )
+                + (
+                    f"; plus {config['data']['casual_copies']:.0%} of the training pairs again as users type them, "
+                    "without final punctuation and lower-case initial except for 'I' and names (`data.casual_copies`)"
                     if config["data"].get("casual_copies")
                     else ""
                 )

@@ -58,7 +58,7 @@ def load_for_export(
         if not (folder / "config.json").is_file():
             raise FileNotFoundError(f"No model folder with a config.json at {name!r}.")
         name = str(folder)
-    loaded = AutoModelForSeq2SeqLM.from_pretrained(name, dtype=torch.float32)
+    loaded = _from_pretrained(AutoModelForSeq2SeqLM, name)
     if not isinstance(loaded, VaswaniForConditionalGeneration):
         raise ExportError(
             f"{name!r} holds a {type(loaded).__name__}, not a VaswaniForConditionalGeneration: only hf_vaswani "
@@ -70,3 +70,17 @@ def load_for_export(
         except (OSError, ValueError):
             tokenizer = None  # a folder of weights alone: the exports that need a vocabulary say so
     return ExportSource(loaded.to("cpu").eval(), tokenizer, folder)
+
+
+def _from_pretrained(auto_class: Any, name: str) -> Any:
+    """`from_pretrained` in float32, its errors on a damaged or foreign folder as one line naming the folder."""
+    from pickle import UnpicklingError
+
+    from safetensors import SafetensorError
+
+    from ..inference import describe_load_error
+
+    try:
+        return auto_class.from_pretrained(name, dtype=torch.float32)
+    except (SafetensorError, UnpicklingError, RuntimeError, KeyError, OSError) as error:
+        raise ValueError(f"Cannot load the model at {name!r}: {describe_load_error(error)}") from error

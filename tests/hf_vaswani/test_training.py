@@ -301,7 +301,9 @@ def test_evaluate_scores_writes_hypotheses_and_json(talking_model, tmp_path, cap
     calls = _generate_calls(monkeypatch)
     capsys.readouterr()
     hypotheses, scores_file = tmp_path / "hyp.txt", tmp_path / "scores.json"
-    args = ["evaluate", str(talking_model["test"]), "--model", talking_model["model"], "--num-beams", "2"]
+    # --backend torch: these tests watch generate() (the CTranslate2 backend has tests of its own)
+    args = ["evaluate", str(talking_model["test"]), "--model", talking_model["model"], "--backend", "torch"]
+    args += ["--num-beams", "2"]
     args += ["--length-penalty", "1.3", "--batch-size", "5", "--output", str(hypotheses), "--json", str(scores_file)]
     assert main(args) == 0
     printed = json.loads(capsys.readouterr().out)
@@ -326,7 +328,8 @@ def test_evaluate_scores_writes_hypotheses_and_json(talking_model, tmp_path, cap
         # translate, with the same options, gives the same translations (stdin in, one line out per line).
         sources = "".join(pair[source_side] + "\n" for pair in pairs)
         monkeypatch.setattr("sys.stdin", io.StringIO(sources))
-        command = ["translate", "--model", talking_model["model"], "--direction", direction, "--num-beams", "2"]
+        command = ["translate", "--model", talking_model["model"], "--backend", "torch", "--direction", direction]
+        command += ["--num-beams", "2"]
         assert main(command + ["--length-penalty", "1.3"]) == 0
         assert capsys.readouterr().out.split("\n")[:-1] == translations
 
@@ -346,7 +349,8 @@ def test_translate_is_batched_and_keeps_lines(talking_model, capsys, monkeypatch
         monkeypatch.setattr("sys.stdin", io.StringIO(text))
         capsys.readouterr()
         calls.clear()
-        assert main(["translate", "--model", talking_model["model"], "--batch-size", batch_size]) == 0
+        argv = ["translate", "--model", talking_model["model"], "--backend", "torch", "--batch-size", batch_size]
+        assert main(argv) == 0
         outputs[batch_size] = capsys.readouterr().out.split("\n")
         assert len(calls) == {"1": 4, "3": 2}[batch_size]  # 4 sentences; the blank line is not translated
     assert outputs["1"] == outputs["3"]  # batching (with padding) does not change a translation

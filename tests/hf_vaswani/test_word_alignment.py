@@ -96,3 +96,25 @@ def test_token_links_follow_the_word_links_in_both_directions():
             assert pairs == {("▁El", "▁The"), ("▁gato", "▁cat"), ("▁negro", "▁black"), (".", ".")}
         else:
             assert pairs == {("▁The", "▁El"), ("▁cat", "▁gato"), ("▁black", "▁negro"), (".", ".")}
+
+
+def test_word_align_command_writes_gold_files_for_both_directions(tmp_path, capsys):
+    pytest.importorskip("eflomal")
+    from hf_vaswani.cli import main
+
+    nouns = [("gato", "cat"), ("perro", "dog"), ("pájaro", "bird"), ("caballo", "horse")]
+    colours = [("negro", "black"), ("blanco", "white"), ("rojo", "red")]
+    corpus = [f"The {c_en} {n_en}.\tEl {n_es} {c_es}." for n_es, n_en in nouns for c_es, c_en in colours] * 20
+    (tmp_path / "corpus.tsv").write_text("\n".join(corpus) + "\n", encoding="utf-8")
+    (tmp_path / "pairs.tsv").write_text("The black cat.\tEl gato negro.\n", encoding="utf-8")
+    out = tmp_path / "silver"
+    args = ["word-align", str(tmp_path / "pairs.tsv"), "--corpus", str(tmp_path / "corpus.tsv"), "--out", str(out)]
+    assert main(args) == 0
+    assert (out / "es-en.source.txt").read_text() == "El gato negro.\n"
+    assert (out / "es-en.target.txt").read_text() == "The black cat.\n"
+    assert (out / "en-es.source.txt").read_text() == "The black cat.\n"
+    es_en = read_pharaoh(out / "es-en.gold")[0]  # sure and possible links alike ("ipj" read as i-j)
+    en_es = read_pharaoh(out / "en-es.gold")[0]
+    assert {(1, 2), (2, 1)} <= es_en and en_es == {(j, i) for i, j in es_en}
+    assert main(args) == 2 and "--overwrite" in capsys.readouterr().err  # an existing folder is kept
+    assert main([*args, "--overwrite"]) == 0
