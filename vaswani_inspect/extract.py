@@ -81,6 +81,35 @@ def extract(
     """
     single = isinstance(source, str)
     sources = [source] if single else list(source)
+    targets = _check_arguments(sources, target, batch_size)
+    config = _check_model(model)
+    max_positions = int(getattr(config, "max_position_embeddings", 0) or 0) or None
+    source_ids = _source_ids(model, tokenizer, sources, direction, max_positions, truncation)
+    used_kwargs = None
+    records: list[AttentionRecord] = []
+    with _eval_mode(model), torch.inference_mode():
+        if targets is None:
+            used_kwargs = _generate_settings(generate_kwargs, source_ids, max_positions)
+            decoder_ids = []
+            for start in range(0, len(source_ids), batch_size):
+                decoder_ids += _generate(model, tokenizer, source_ids[start : start + batch_size], used_kwargs)
+        else:
+            decoder_ids = _target_ids(model, tokenizer, targets, max_positions, truncation)
+        for start in range(0, len(source_ids), batch_size):
+            batch = slice(start, start + batch_size)
+            records += _records_from_ids(model, tokenizer, source_ids[batch], decoder_ids[batch])
+    name = model_name if model_name is not None else str(getattr(config, "_name_or_path", "") or type(model).__name__)
+    for i, record in enumerate(records):
+        record.source_text = sources[i].strip()
+        record.target_text = targets[i] if targets is not None else _decode_output(tokenizer, record.target_ids)
+        record.model_name = name
+        record.direction = direction
+        record.generate_kwargs = _json_safe(used_kwargs)
+    return records[0] if single else records
+
+
+def _check_arguments(sources: list[str], target: str | Sequence[str] | None, batch_size: int) -> list[str] | None:
+    """The list of targets (None: translate first), once the counts and the batch size are checked."""
     if not sources:
         raise ValueError("extract() got an empty list of sources.")
     targets: list[str] | None = None
@@ -90,13 +119,24 @@ def extract(
             raise ValueError(f"Got {len(sources)} sources but {len(targets)} targets: pass one target per source.")
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
-    config = _check_model(model)
-    max_positions = int(getattr(config, "max_position_embeddings", 0) or 0) or None
-    language_token = _language_token(tokenizer, direction)
+    return targets
 
+
+def _source_ids(
+    model: Any,
+    tokenizer: Any,
+    sources: list[str],
+    direction: str | None,
+    max_positions: int | None,
+    truncation: bool,
+) -> list[list[int]]:
+    """The token ids of each source, language token first, fitted to the model; warns about a source that names
+    no target language when the vocabulary has language tokens."""
+    language_token = _language_token(tokenizer, direction)
     texts = [_prepare_source(text, i, language_token) for i, text in enumerate(sources)]
+    eos = _eos_id(tokenizer, model)
     source_ids = [
-        _fit(_encode(tokenizer, text, "source"), max_positions, truncation, f"source #{i}", _eos_id(tokenizer, model))
+        _fit(_encode(tokenizer, text, "source"), max_positions, truncation, f"source #{i}", eos)
         for i, text in enumerate(texts)
     ]
     if language_token is None and _vocab_has_language_tokens(tokenizer):
@@ -105,42 +145,25 @@ def extract(
                 warnings.warn(
                     f"source #{i} has no target-language token (>>xx<<): pass direction='es-en' or start the text "
                     "with '>>en<<', or the model may translate into the wrong language.",
-                    stacklevel=2,
+                    stacklevel=3,
                 )
+    return source_ids
 
-    records: list[AttentionRecord] = []
-    with _eval_mode(model), torch.inference_mode():
-        if targets is None:
-            used_kwargs = _generate_settings(generate_kwargs, source_ids, max_positions)
-            decoder_ids = []
-            for start in range(0, len(source_ids), batch_size):
-                decoder_ids += _generate(model, tokenizer, source_ids[start : start + batch_size], used_kwargs)
-        else:
-            used_kwargs = None
-            start_id = _decoder_start_id(model)
-            decoder_ids = []
-            for i, text in enumerate(targets):
-                _check_text(text, f"target #{i}")
-                ids = _strip_leading_specials(tokenizer, _encode(tokenizer, text, f"target #{i}"))
-                if not ids:
-                    raise ValueError(f"target #{i} ({text!r}) has no tokens besides special tokens.")
-                limit = None if max_positions is None else max_positions - 1
-                decoder_ids.append([start_id, *_fit(ids, limit, truncation, f"target #{i}", _eos_id(tokenizer, model))])
-        for start in range(0, len(source_ids), batch_size):
-            records += _records_from_ids(
-                model,
-                tokenizer,
-                source_ids[start : start + batch_size],
-                decoder_ids[start : start + batch_size],
-            )
-    name = model_name if model_name is not None else str(getattr(config, "_name_or_path", "") or type(model).__name__)
-    for i, record in enumerate(records):
-        record.source_text = sources[i].strip()
-        record.target_text = targets[i] if targets is not None else _decode_output(tokenizer, record.target_ids)
-        record.model_name = name
-        record.direction = direction
-        record.generate_kwargs = _json_safe(used_kwargs)
-    return records[0] if single else records
+
+def _target_ids(
+    model: Any, tokenizer: Any, targets: list[str], max_positions: int | None, truncation: bool
+) -> list[list[int]]:
+    """The decoder input ids of each given target: the decoder start token, then the target fitted to the model."""
+    start_id = _decoder_start_id(model)
+    limit = None if max_positions is None else max_positions - 1
+    decoder_ids = []
+    for i, text in enumerate(targets):
+        _check_text(text, f"target #{i}")
+        ids = _strip_leading_specials(tokenizer, _encode(tokenizer, text, f"target #{i}"))
+        if not ids:
+            raise ValueError(f"target #{i} ({text!r}) has no tokens besides special tokens.")
+        decoder_ids.append([start_id, *_fit(ids, limit, truncation, f"target #{i}", _eos_id(tokenizer, model))])
+    return decoder_ids
 
 
 def record_from_ids(
