@@ -66,10 +66,16 @@ class AlignmentScores(NamedTuple):
 
 @dataclass
 class GoldAlignment:
-    """Gold alignment of one sentence pair: `sure` links and `possible` links (`possible` includes `sure`)."""
+    """Gold alignment of one sentence pair: `sure` links and `possible` links (`possible` includes `sure`).
+
+    `read_gold` also records where the links come from, for error messages: `origin` (``"gold.txt, line 3"``) and
+    `index_base` (the indexing of the file, to show the links as they are written there). Neither takes part in
+    comparisons."""
 
     sure: set[Pair] = field(default_factory=set)
     possible: set[Pair] = field(default_factory=set)
+    origin: str | None = field(default=None, compare=False)
+    index_base: int = field(default=0, compare=False)
 
     def __post_init__(self) -> None:
         self.sure = {(int(i), int(j)) for i, j in self.sure}
@@ -260,6 +266,33 @@ _INDEX_DECLARATION = re.compile(
 )
 
 
+def read_lines(path: str | Path, what: str = "file") -> list[str]:
+    """The lines of the UTF-8 text file `path` (a byte order mark is dropped, ``\\r\\n`` endings accepted).
+
+    Raises:
+        FileNotFoundError: no such file (the message says which `what` it was).
+        ValueError: bytes that are not UTF-8, naming the file and the lines that hold them.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"No {what} at {str(path)!r}" + (" (it is a folder)." if path.is_dir() else "."))
+    raw = path.read_bytes().removeprefix(b"\xef\xbb\xbf")
+    lines, bad = [], []
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        try:
+            lines.append(line.decode("utf-8").removesuffix("\r"))
+        except UnicodeDecodeError:
+            bad.append(number)
+    if bad:
+        shown = ", ".join(str(number) for number in bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+        raise ValueError(f"The {what} {str(path)!r} is not valid UTF-8 at line{'s' if len(bad) > 1 else ''} {shown}.")
+    if lines and lines[-1] == "" and raw.endswith(b"\n"):
+        lines.pop()  # the newline that ends the last line does not start another one
+    elif lines == [""]:
+        lines = []
+    return lines
+
+
 def read_gold(path: str | Path, index_base: int | None = None) -> list[GoldAlignment]:
     """Read a gold alignment file: one line per sentence pair, links separated by whitespace.
 
@@ -270,16 +303,20 @@ def read_gold(path: str | Path, index_base: int | None = None) -> list[GoldAlign
     words 0 "ratón" and 1 "."), as standard gold files (and `hf_vaswani.word_alignment`) do.
 
     Args:
-        path: the file.
+        path: the file (UTF-8).
         index_base: 0 or 1; `None` takes the file's declaration, or 0 when it declares none. A value that
             contradicts the file's declaration raises ValueError.
 
     Returns:
-        One `GoldAlignment` per sentence, with 0-based indices.
+        One `GoldAlignment` per sentence, with 0-based indices, each knowing its file and line (`origin`).
+
+    Raises:
+        FileNotFoundError: no such file. ValueError: not UTF-8, a malformed link, contradicting declarations, an
+            index 0 in a 1-based file; the message names the file and the line.
     """
     if index_base not in (None, 0, 1):
         raise ValueError(f"index_base must be 0, 1 or None (read it from the file), got {index_base!r}.")
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    lines = read_lines(path, "gold alignment file")
     declared: int | None = None
     sentences: list[GoldAlignment] = []
     started = False
@@ -301,9 +338,11 @@ def read_gold(path: str | Path, index_base: int | None = None) -> list[GoldAlign
     if base == 1:
         for number, gold in enumerate(sentences, start=1):
             if any(min(i, j) < 1 for i, j in gold.possible):
-                raise ValueError(f"{path}: sentence {number} has index 0 but the file is 1-based.")
+                raise ValueError(f"{gold.origin}: sentence {number} has index 0 but the file is 1-based.")
         sentences = [
-            GoldAlignment({(i - 1, j - 1) for i, j in g.sure}, {(i - 1, j - 1) for i, j in g.possible})
+            GoldAlignment(
+                {(i - 1, j - 1) for i, j in g.sure}, {(i - 1, j - 1) for i, j in g.possible}, g.origin, index_base=1
+            )
             for g in sentences
         ]
     return sentences
@@ -318,7 +357,7 @@ def _parse_links(line: str, path: str | Path, number: int) -> GoldAlignment:
             raise ValueError(f"{path}:{number}: {item!r} is not an alignment link ('i-j' sure, 'ipj' possible).")
         pair = (int(match.group(1)), int(match.group(3)))
         (sure if match.group(2) == "-" else possible).add(pair)
-    return GoldAlignment(sure, possible)
+    return GoldAlignment(sure, possible, origin=f"{path}, line {number}")
 
 
 def _is_pair(item: object) -> bool:
@@ -487,20 +526,49 @@ def _heads_choices(record: AttentionRecord, heads: Sequence[Heads] | None) -> li
     return ["all" if choice == "all" else _head_choice(record, choice) for choice in heads]
 
 
+def check_gold(records: Sequence[AttentionRecord], gold: Sequence[GoldAlignment]) -> None:
+    """Refuse gold links that point past the words of their sentence pair (`source_words`, `target_words`), all
+    sentences checked before any is scored: such a file indexes other words (another tokenisation, the sentences in
+    another order, the wrong index base) and would only give meaningless scores.
+
+    Raises:
+        ValueError: naming the first such link (as written in the file, with its file and line when `read_gold`
+            read it) and the other sentences that have one.
+    """
+    if len(records) != len(gold):
+        raise ValueError(f"Got {len(records)} records but {len(gold)} gold sentences: they must correspond 1:1.")
+    bad = []
+    for number, (record, sentence) in enumerate(zip(records, gold, strict=True), start=1):
+        source, target = (words.words for words in _words(record))
+        outside = sorted((i, j) for i, j in sentence.possible if not (0 <= i < len(source) and 0 <= j < len(target)))
+        if outside:
+            bad.append((number, sentence, outside[0], source, target))
+    if not bad:
+        return
+    number, sentence, (i, j), source, target = bad[0]
+    base = sentence.index_base
+    where = f" ({sentence.origin})" if sentence.origin else ""
+    written = f" (written {i + base}-{j + base}, {base}-based)" if base else ""
+    others = [entry[1].origin or f"sentence {entry[0]}" for entry in bad[1:]]
+    more = f" The same at {'; '.join(others[:5])}{f' and {len(others) - 5} more' if len(others) > 5 else ''}."
+    more = more if others else ""
+    raise ValueError(
+        f"Gold sentence {number}{where} links source word {i} to target word {j}{written}, but the pair has "
+        f"{len(source)} source words ({' '.join(source)}) and {len(target)} target words ({' '.join(target)}): gold "
+        "files must index words as `source_words` and `target_words` do (punctuation marks are words of their own), "
+        f"in the order of the sentences.{more}"
+    )
+
+
 def _gold_matrices(
-    gold: GoldAlignment, shape: tuple[int, int], skipped: tuple[set[int], set[int]], number: int
+    gold: GoldAlignment, shape: tuple[int, int], skipped: tuple[set[int], set[int]]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(sure, possible) as boolean (target words, source words) matrices, punctuation links in `skipped` left out."""
+    """(sure, possible) as boolean (target words, source words) matrices, punctuation links in `skipped` left out;
+    the links were checked to lie inside `shape` (`check_gold`)."""
     sure = np.zeros(shape, dtype=bool)
     possible = np.zeros(shape, dtype=bool)
     for links, matrix in ((gold.possible, possible), (gold.sure, sure)):
         for i, j in links:
-            if not (0 <= i < shape[1] and 0 <= j < shape[0]):
-                raise ValueError(
-                    f"Gold sentence {number} links source word {i} to target word {j}, but the record has {shape[1]} "
-                    f"source and {shape[0]} target words: gold files must index words as `source_words` and "
-                    "`target_words` do (punctuation marks are words of their own), in the same sentence order."
-                )
             if i not in skipped[0] and j not in skipped[1]:
                 matrix[j, i] = True
     return sure, possible
@@ -549,6 +617,7 @@ def search_alignments(
     shift_choices = [bool(s) for s in shifts]
     if not layer_choices or not head_choices or not shift_choices:
         raise ValueError("layers, heads and shifts must each offer at least one choice.")
+    check_gold(records, gold_list)
     counts = np.zeros((len(layer_choices), len(head_choices), len(shift_choices), 4), dtype=np.int64)
     for number, (record, sentence) in enumerate(zip(records, gold_list, strict=True), start=1):
         counts += _sentence_counts(
@@ -582,7 +651,7 @@ def _sentence_counts(
         {i for i, mark in enumerate(source.punctuation()) if mark and skip_punctuation},
         {j for j, mark in enumerate(target.punctuation()) if mark and skip_punctuation},
     )
-    sure, possible = _gold_matrices(gold, (len(target.words), len(source.words)), skipped, number)
+    sure, possible = _gold_matrices(gold, (len(target.words), len(source.words)), skipped)
     possible |= sure
     counts = np.zeros((len(layer_choices), len(head_choices), len(shift_choices), 4), dtype=np.int64)
     for c, shift in enumerate(shift_choices):
@@ -601,14 +670,13 @@ def _sentence_counts(
     return counts
 
 
-def write_alignment_config(model_dir: str | Path, alignment: dict[str, Any]) -> Path:
-    """Store `alignment` (e.g. `AlignmentSearch.best`) as the ``alignment`` field of MODEL_DIR/config.json, the other
-    fields untouched, so that the model carries it (`VaswaniConfig.alignment`, `AttentionRecord.alignment`); returns
-    the file.
+def read_model_config(model_dir: str | Path) -> tuple[Path, dict[str, Any]]:
+    """(MODEL_DIR/config.json, its content), checked to be a Vaswani model's config: what `write_alignment_config`
+    changes, readable before any work is done.
 
     Raises:
         FileNotFoundError: no config.json in `model_dir`.
-        ValueError: not a Vaswani model's config, or a layer or head the model does not have.
+        ValueError: not UTF-8 JSON, or not a Vaswani model's config.
     """
     import json
 
@@ -618,15 +686,33 @@ def write_alignment_config(model_dir: str | Path, alignment: dict[str, Any]) -> 
     if not path.is_file():
         raise FileNotFoundError(f"No model config at {path}.")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path} is not valid JSON: {error}.") from None
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path} is not valid UTF-8 JSON: {error}.") from None
     if not isinstance(data, dict) or data.get("model_type") != VaswaniConfig.model_type:
         found = data.get("model_type") if isinstance(data, dict) else None
         raise ValueError(f"{path} is the config of a {found!r} model, not a {VaswaniConfig.model_type!r} one.")
+    return path, data
+
+
+def write_alignment_config(model_dir: str | Path, alignment: dict[str, Any]) -> Path:
+    """Store `alignment` (e.g. `AlignmentSearch.best`) as the ``alignment`` field of MODEL_DIR/config.json, the other
+    fields untouched, so that the model carries it (`VaswaniConfig.alignment`, `AttentionRecord.alignment`); returns
+    the file. The file is replaced in one step (`hf_vaswani.outputs.write_text`): never left half-written.
+
+    Raises:
+        FileNotFoundError: no config.json in `model_dir`.
+        ValueError: not a Vaswani model's config, or a layer or head the model does not have.
+    """
+    import json
+
+    from hf_vaswani.configuration_vaswani import VaswaniConfig
+    from hf_vaswani.outputs import write_text
+
+    path, data = read_model_config(model_dir)
     VaswaniConfig.from_dict({**data, "alignment": alignment})  # checks the layer and heads against the model
     data["alignment"] = alignment
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
     return path
 
 
@@ -692,8 +778,11 @@ __all__ = [
     "alignment_matrix",
     "alignment_settings",
     "best_layer",
+    "check_gold",
     "describe_alignment",
     "read_gold",
+    "read_lines",
+    "read_model_config",
     "search_alignments",
     "source_words",
     "target_words",

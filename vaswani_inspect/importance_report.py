@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hf_vaswani.outputs import OutputPlan
+
 from .importance import MEASURES, HeadImportance, HeadScore
 from .plots import new_figure, save_figure
 from .record import KINDS
@@ -224,14 +226,33 @@ def _group_lines(result: HeadImportance) -> list[str]:
 
 
 def write_importance_report(
-    result: HeadImportance, out_dir: str | Path, *, image_format: str = "png", dpi: int = 110
+    result: HeadImportance,
+    out_dir: str | Path,
+    *,
+    image_format: str = "png",
+    dpi: int = 110,
+    overwrite: bool = False,
 ) -> dict[str, Path]:
     """Write `report.json`, `index.md`, `importance_{kind}.{fmt}` per kind and `pruning.{fmt}` (when there are
-    curves) into `out_dir` (created if needed). Returns {name: path}."""
+    curves) into the folder `out_dir`. Returns {name: path}.
+
+    The folder is written whole (`hf_vaswani.outputs`): into a temporary sibling, renamed into place once every file
+    is written. It must not exist or be empty; with `overwrite`, an existing folder is replaced, none of its files
+    kept.
+    """
     if image_format not in ("png", "svg"):
         raise ValueError(f"image_format must be 'png' or 'svg', got {image_format!r}.")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    plan = OutputPlan()
+    final = plan.folder(out_dir, "report folder", overwrite=overwrite)
+    plan.check()
+    with plan.writing() as staged:
+        folder = staged(final)
+        written = _write_files(result, folder, image_format, dpi)
+    return {name: Path(out_dir) / path.relative_to(folder) for name, path in written.items()}
+
+
+def _write_files(result: HeadImportance, out: Path, image_format: str, dpi: int) -> dict[str, Path]:
+    """Every file of the report, into the (empty) folder `out`."""
     written: dict[str, Path] = {}
     for kind in KINDS:
         if any(s.kind == kind for s in result.heads):

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from hf_vaswani.outputs import OutputPlan
+
 from .alignment import align, alignment_settings, describe_alignment, source_words, target_words, to_pharaoh
 from .heads import attention_rollout, head_statistics, head_statistics_table
 from .plots import plot_alignment, plot_alignment_links, plot_heatmap, plot_layer_grid, save_figure
@@ -25,8 +27,13 @@ def write_report(
     shift: bool | None = None,
     skip_punctuation: bool = False,
     dpi: int = 110,
+    overwrite: bool = False,
 ) -> dict[str, Path]:
-    """Write the inspection report of one record into `out_dir` and return {name: path}.
+    """Write the inspection report of one record into the folder `out_dir` and return {name: path}.
+
+    The folder is written whole (`hf_vaswani.outputs`): into a temporary sibling, renamed into place once every file
+    is written. It must not exist or be empty; with `overwrite`, an existing folder is replaced, none of its files
+    kept. Nothing is written when an argument is wrong or a file cannot be written.
 
     Files:
         `head_view.html`, `model_view.html`: offline bertviz views (encoder, decoder and cross-attention);
@@ -53,8 +60,24 @@ def write_report(
         record.layer_index("cross", settings["layer"])
     for head in [] if settings["heads"] == "all" else settings["heads"]:
         record.head_index("cross", head)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    plan = OutputPlan()
+    final = plan.folder(out_dir, "report folder", overwrite=overwrite)
+    plan.check()
+    with plan.writing() as staged:
+        folder = staged(final)
+        written = _write_files(record, folder, settings, image_format, skip_punctuation, dpi)
+    return {name: Path(out_dir) / path.relative_to(folder) for name, path in written.items()}
+
+
+def _write_files(
+    record: AttentionRecord,
+    out: Path,
+    settings: dict,
+    image_format: str,
+    skip_punctuation: bool,
+    dpi: int,
+) -> dict[str, Path]:
+    """Every file of the report, into the (empty) folder `out`."""
     written: dict[str, Path] = {}
 
     written["head_view"] = save_html(head_view_html(record), out / "head_view.html")

@@ -34,7 +34,7 @@ from ctranslate2.specs import common_spec, transformer_spec
 
 from ..configuration_vaswani import VaswaniConfig
 from ..modeling_vaswani import VaswaniForConditionalGeneration, VaswaniSinusoidalPositionalEncoding
-from .loading import ExportError, load_for_export
+from .loading import ExportError, export_plan, load_for_export
 
 __all__ = ["QUANTIZATIONS", "VaswaniConverter", "export_ctranslate2", "vocabulary"]
 
@@ -118,6 +118,7 @@ def export_ctranslate2(
     *,
     quantization: str | None = "float32",
     tokenizer: Any = None,
+    overwrite: bool = False,
     force: bool = False,
 ) -> Path:
     """Write `model` (a folder, a Hub id, or a model in memory with `tokenizer`) as a CTranslate2 model folder.
@@ -125,27 +126,32 @@ def export_ctranslate2(
     Args:
         model: what to export.
         out_dir: the folder to write (`model.bin`, `config.json`, `shared_vocabulary.json` or one vocabulary per
-            side). An existing folder is replaced only with `force`.
+            side). It must not exist or be empty (or `overwrite`); it is written into a temporary sibling and
+            renamed into place once the export is complete.
         quantization: how CTranslate2 stores the weights, one of `QUANTIZATIONS`: ``"float32"`` (default; gives
             our tokens), ``"int8"`` (4x smaller and faster on a CPU), ``"bfloat16"``, ...
         tokenizer: the tokenizer, for a model given in memory (a folder's own is used otherwise).
-        force: overwrite an existing `out_dir`.
+        overwrite: replace a non-empty `out_dir` whole (none of its files kept).
+        force: the same as `overwrite` (deprecated).
 
     Raises:
         ExportError: no tokenizer, or a vocabulary that does not match the embeddings.
-        FileExistsError: `out_dir` exists and `force` is not set.
-        ValueError: an unknown quantization.
+        ValueError, OSError: an unknown quantization; `out_dir` is the source folder or holds it, is not empty
+            (without `overwrite`) or cannot be written; checked before the model is loaded.
     """
     if quantization is not None and quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {', '.join(QUANTIZATIONS)}, got {quantization!r}.")
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not force:
-        raise FileExistsError(f"{str(out_dir)!r} exists: choose another folder or pass force=True (--force).")
+    plan, out = export_plan(model, out_dir, "CTranslate2 model folder", overwrite or force)
     source = load_for_export(model, tokenizer)
-    if source.folder is not None and out_dir.exists() and out_dir.resolve() == source.folder.resolve():
-        raise ExportError(f"The output folder {str(out_dir)!r} is the source folder: choose another one.")
-    VaswaniConverter(source.model, source.tokenizer).convert(str(out_dir), quantization=quantization, force=True)
-    return out_dir
+    converter = VaswaniConverter(source.model, source.tokenizer)
+    with plan.writing() as staged:
+        folder = staged(out)
+        # The converter replaces the folder it writes: it gets a new one inside, whose files are moved up.
+        converted = Path(converter.convert(str(folder / "converted"), quantization=quantization))
+        for entry in converted.iterdir():
+            entry.rename(folder / entry.name)
+        converted.rmdir()
+    return Path(out_dir)
 
 
 def position_table(config: VaswaniConfig, weights: dict[str, np.ndarray], prefix: str) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""What every export starts from: a float32 model in eval mode, its tokenizer, and the folder it came from."""
+"""What every export starts from: a float32 model in eval mode, its tokenizer, and the folder it came from; and how
+every export writes its folder (`export_plan`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import torch
 
 from ..modeling_vaswani import VaswaniForConditionalGeneration
 
-__all__ = ["ExportError", "ExportSource", "load_for_export"]
+__all__ = ["ExportError", "ExportSource", "export_plan", "load_for_export", "source_folder"]
 
 
 class ExportError(ValueError):
@@ -70,6 +71,34 @@ def load_for_export(
         except (OSError, ValueError):
             tokenizer = None  # a folder of weights alone: the exports that need a vocabulary say so
     return ExportSource(loaded.to("cpu").eval(), tokenizer, folder)
+
+
+def source_folder(model: str | os.PathLike[str] | torch.nn.Module) -> Path | None:
+    """The local folder `model` names (None for a Hub id or a model in memory), as `load_for_export` reads it."""
+    from ..paths import looks_like_local_path
+
+    if isinstance(model, torch.nn.Module) or not looks_like_local_path(str(model)):
+        return None
+    return Path(str(model)).expanduser()
+
+
+def export_plan(
+    model: str | os.PathLike[str] | torch.nn.Module, out_dir: str | os.PathLike[str], what: str, overwrite: bool
+) -> tuple[Any, Path]:
+    """The `hf_vaswani.outputs.OutputPlan` of an export into `out_dir`, checked (before anything is loaded), and the
+    path to stage: the folder is written into a temporary sibling and renamed into place once the export is
+    complete and checked. It must not be the source folder nor hold it, and a non-empty one is replaced (whole)
+    only with `overwrite`.
+
+    Raises:
+        ValueError, OSError: the folder cannot be written as planned (the message names it).
+    """
+    from ..outputs import OutputPlan
+
+    plan = OutputPlan(inputs=[source_folder(model)])
+    out = plan.folder(out_dir, what, overwrite=overwrite)
+    plan.check()
+    return plan, out
 
 
 def _from_pretrained(auto_class: Any, name: str) -> Any:

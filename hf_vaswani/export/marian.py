@@ -36,7 +36,7 @@ from ..configuration_vaswani import VaswaniConfig
 from ..convert_marian import MARIAN_LAYER_NORM_EPS, marian_layer_names
 from ..modeling_vaswani import VaswaniForConditionalGeneration
 from .layout import to_concatenated_state_dict
-from .loading import ExportError, load_for_export
+from .loading import ExportError, export_plan, load_for_export
 
 __all__ = ["export_marian", "marian_config_for", "to_marian", "vaswani_state_dict_to_marian"]
 
@@ -146,26 +146,30 @@ def export_marian(
     *,
     dtype: str | None = None,
     tokenizer: Any = None,
+    overwrite: bool = False,
 ) -> Path:
     """Write `model` (a folder, a Hub id, or a model in memory with `tokenizer`) as a `MarianMTModel` folder.
 
     Args:
         model: what to export.
-        out_dir: the folder to write (created if needed): `config.json`, `model.safetensors`,
-            `generation_config.json`, the tokenizer files of the source folder, and a short `README.md`.
+        out_dir: the folder to write: `config.json`, `model.safetensors`, `generation_config.json`, the tokenizer
+            files of the source folder, and a short `README.md`. It must not exist or be empty (or `overwrite`);
+            it is written into a temporary sibling and renamed into place once the export is checked.
         dtype: `"float32"` (default), `"bfloat16"` or `"float16"` to store the weights in; the logits check runs
             in float32 before the cast.
         tokenizer: the tokenizer to save with a model given in memory (a folder's own files are copied).
+        overwrite: replace a non-empty `out_dir` whole (none of its files kept).
 
     Raises:
-        ExportError: the model has an option Marian cannot compute (the message names it), or the output folder
-            is the source folder.
+        ExportError: the model has an option Marian cannot compute (the message names it).
+        ValueError, OSError: `out_dir` is the source folder or holds it, is not empty (without `overwrite`) or
+            cannot be written; checked before the model is loaded.
         RuntimeError: the exported logits differ from ours by more than `TOLERANCE` (a bug: please report it).
     """
+    if dtype is not None:
+        _dtype(dtype)
+    plan, out = export_plan(model, out_dir, "Marian model folder", overwrite)
     source = load_for_export(model, tokenizer)
-    out_dir = Path(out_dir)
-    if source.folder is not None and out_dir.exists() and out_dir.resolve() == source.folder.resolve():
-        raise ExportError(f"The output folder {str(out_dir)!r} is the source folder: choose another one.")
     marian = to_marian(source.model)
     difference, scale = max_logit_difference(source.model, marian)
     if not difference <= TOLERANCE * scale:
@@ -176,14 +180,15 @@ def export_marian(
     logger.info("Exported logits match: max abs difference %.3g.", difference)
     if dtype is not None:
         marian.to(_dtype(dtype))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    marian.save_pretrained(out_dir)
-    copied = _copy_tokenizer_files(source.folder, out_dir) if source.folder is not None else []
-    if source.folder is None and source.tokenizer is not None:
-        source.tokenizer.save_pretrained(out_dir)
-        copied = ["tokenizer (saved from memory)"]
-    _write_readme(out_dir, source.model.config, difference, copied)
-    return out_dir
+    with plan.writing() as staged:
+        folder = staged(out)
+        marian.save_pretrained(folder)
+        copied = _copy_tokenizer_files(source.folder, folder) if source.folder is not None else []
+        if source.folder is None and source.tokenizer is not None:
+            source.tokenizer.save_pretrained(folder)
+            copied = ["tokenizer (saved from memory)"]
+        _write_readme(folder, out.name, source.model.config, difference, copied)
+    return Path(out_dir)
 
 
 @torch.no_grad()
@@ -229,7 +234,9 @@ def _copy_tokenizer_files(folder: Path, out_dir: Path) -> list[str]:
     return copied
 
 
-def _write_readme(out_dir: Path, config: VaswaniConfig, difference: float, tokenizer_files: list[str]) -> None:
+def _write_readme(
+    out_dir: Path, name: str, config: VaswaniConfig, difference: float, tokenizer_files: list[str]
+) -> None:
     layout = (
         "the d_model dimensions reordered from the paper's interleaved sinusoid layout to Marian's (an exact "
         "change of coordinates)"
@@ -247,7 +254,7 @@ pipeline_tag: translation
 tags: [marian, hf-vaswani]
 ---
 
-# {out_dir.resolve().name}
+# {name}
 
 An hf-vaswani model (`VaswaniForConditionalGeneration`) exported with `hf-vaswani export-marian` as a stock
 `MarianMTModel`: the same weights under Marian's names, {layout}. Decoding starts from token
@@ -259,8 +266,8 @@ At export, both models ran on a padded check batch: the largest absolute differe
 ```python
 from transformers import AutoTokenizer, MarianMTModel
 
-tokenizer = AutoTokenizer.from_pretrained("{out_dir.resolve().name}")
-model = MarianMTModel.from_pretrained("{out_dir.resolve().name}")
+tokenizer = AutoTokenizer.from_pretrained("{name}")
+model = MarianMTModel.from_pretrained("{name}")
 ```
 """
     (out_dir / "README.md").write_text(text, encoding="utf-8")

@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from ..modeling_vaswani import VaswaniForConditionalGeneration
-from .loading import ExportError, load_for_export
+from .loading import export_plan, load_for_export
 
 __all__ = ["OnnxGreedyTranslator", "export_onnx"]
 
@@ -78,19 +78,28 @@ def export_onnx(
     out_dir: str | os.PathLike[str],
     *,
     tokenizer: Any = None,
+    overwrite: bool = False,
 ) -> Path:
     """Write ``encoder.onnx`` and ``decoder.onnx`` of `model` (a folder, a Hub id or a model in memory) into
     `out_dir`, with the config, generation config and tokenizer; returns `out_dir`.
 
+    `out_dir` must not exist or be empty (or `overwrite`: replaced whole, none of its files kept). It is written
+    into a temporary sibling and renamed into place once onnxruntime's logits have been checked.
+
     Raises:
-        ExportError: the output folder is the source folder.
+        ValueError, OSError: `out_dir` is the source folder or holds it, is not empty (without `overwrite`) or
+            cannot be written; checked before the model is loaded.
         RuntimeError: onnxruntime's logits differ from PyTorch's by more than `TOLERANCE` (a bug: please report it).
     """
+    plan, out = export_plan(model, out_dir, "ONNX model folder", overwrite)
     source = load_for_export(model, tokenizer)
-    out_dir = Path(out_dir)
-    if source.folder is not None and out_dir.exists() and out_dir.resolve() == source.folder.resolve():
-        raise ExportError(f"The output folder {str(out_dir)!r} is the source folder: choose another one.")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    with plan.writing() as staged:
+        _export_checked(source, staged(out))
+    return Path(out_dir)
+
+
+def _export_checked(source: Any, out_dir: Path) -> None:
+    """Export both graphs and the files of `source` into the folder `out_dir`, and check the logits."""
     model = source.model
     inputs = _check_batch(model)
     batch, source_length, target_length = (torch.export.Dim(name) for name in ("batch", "source", "target"))
@@ -124,7 +133,6 @@ def export_onnx(
             "a bug in export_onnx, please report it."
         )
     logger.info("ONNX logits match PyTorch's: max abs difference %.3g.", difference)
-    return out_dir
 
 
 def _export(module: nn.Module, args: tuple, dynamic_shapes: dict, outputs: list[str], path: Path) -> None:

@@ -194,7 +194,92 @@ def test_export_marian_refuses_to_write_into_its_source(tmp_path, capsys):
     model_dir = tmp_path / "model"
     random_model().save_pretrained(model_dir)
     assert main(["export-marian", str(model_dir), str(model_dir)]) == 2
-    assert "is the source folder" in capsys.readouterr().err
+    assert "is also an input of this command" in capsys.readouterr().err  # (hf_vaswani.outputs' wording)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The OUT folder of every export: checked before the model is loaded, written whole, replaced with --overwrite
+# ----------------------------------------------------------------------------------------------------------------
+
+#: The extra each export command needs (None: the core install).
+EXPORT_EXTRAS = {"export-marian": None, "export-ctranslate2": "ctranslate2", "export-onnx": "onnxruntime"}
+
+OUT_ERRORS = {
+    "non-empty": ("{out}", [], "is not empty: choose a new folder, or pass --overwrite"),
+    "the-source": ("{model}", ["--overwrite"], "is also an input of this command"),
+    "holds-the-source": ("{tmp}", ["--overwrite"], "holds the input"),
+    "a-file": ("{model}/config.json", [], "is a file, not a folder"),
+    "unwritable": ("{ro}/out", [], "Cannot write the"),
+}
+
+
+def _unwritable_folder(tmp_path: Path) -> Path:
+    """A folder in which nothing can be created: read-only for a user; for root (who may write anywhere), /sys."""
+    import os
+
+    if os.geteuid() != 0:
+        folder = tmp_path / "read-only"
+        folder.mkdir()
+        folder.chmod(0o500)
+        return folder
+    if not Path("/sys").is_dir():
+        pytest.skip("running as root without /sys: no folder root cannot write into")
+    return Path("/sys")
+
+
+@pytest.mark.parametrize("case", list(OUT_ERRORS))
+@pytest.mark.parametrize("command", list(EXPORT_EXTRAS))
+def test_export_out_folder_is_checked_before_the_model_loads(command, case, tmp_path, capsys, monkeypatch):
+    if EXPORT_EXTRAS[command]:
+        pytest.importorskip(EXPORT_EXTRAS[command])
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the model was loaded before the output folder was refused")
+
+    monkeypatch.setattr("hf_vaswani.export.loading._from_pretrained", no_loading)
+    model_dir = tmp_path / "model"
+    random_model().save_pretrained(model_dir)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("an earlier export")
+    target, options, message = OUT_ERRORS[case]
+    target = target.format(out=out, model=model_dir, tmp=tmp_path, ro=_unwritable_folder(tmp_path))
+    assert main([command, str(model_dir), target, *options]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and message in err, err
+    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model", "out"]  # no temporary sibling
+
+
+def test_export_marian_overwrite_replaces_the_folder_whole(tmp_path, capsys):
+    folder = model_folder(tmp_path / "model")
+    out = tmp_path / "marian"
+    out.mkdir()
+    (out / "stale.bin").write_text("from an earlier export")
+    assert main(["export-marian", str(folder), str(out), "--overwrite"]) == 0, capsys.readouterr().err
+    assert not (out / "stale.bin").exists() and (out / "model.safetensors").is_file()
+    assert "# marian" in (out / "README.md").read_text()  # the folder's name, not its temporary sibling's
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["marian", "model"]
+    assert torch.equal(
+        MarianMTModel.from_pretrained(out).model.encoder.layers[0].fc1.weight,
+        to_marian(VaswaniForConditionalGeneration.from_pretrained(folder)).model.encoder.layers[0].fc1.weight,
+    )
+
+
+def test_export_ctranslate2_overwrite_and_the_deprecated_force(tmp_path, capsys):
+    pytest.importorskip("ctranslate2")
+    folder = model_folder(tmp_path / "model")
+    out = tmp_path / "ct2"
+    out.mkdir()
+    (out / "stale.bin").write_text("from an earlier export")
+    assert main(["export-ctranslate2", str(folder), str(out), "--overwrite"]) == 0, capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "model.bin", "shared_vocabulary.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ct2", "model"]
+    capsys.readouterr()
+    assert main(["export-ctranslate2", str(folder), str(out), "--force"]) == 0
+    err = capsys.readouterr().err
+    assert "hf-vaswani export-ctranslate2: warning: --force is deprecated: use --overwrite" in err, err
+    assert (out / "model.bin").is_file()
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -256,7 +341,7 @@ def test_ctranslate2_export_keeps_every_piece_and_starts_from_bos(tmp_path):
     config = json.loads((out / "config.json").read_text())
     assert len(vocabulary) == 8000 and vocabulary[:3] == ["<pad>", "<s>", "</s>"]
     assert config["decoder_start_token"] == "<s>" and config["layer_norm_epsilon"] == 1e-5
-    # An existing folder is replaced only with --force.
+    # An existing folder is replaced only with --overwrite (or --force, its deprecated alias).
     assert main(["export-ctranslate2", str(CHECKPOINT), str(out), "--quantization", "int8"]) == 2
     assert main(["export-ctranslate2", str(CHECKPOINT), str(out), "--quantization", "int8", "--force"]) == 0
     assert (out / "model.bin").stat().st_size < 10_000_000  # int8: a quarter of the float32 weights
@@ -343,8 +428,12 @@ def test_onnx_encoder_and_decoder_decode_greedily_as_we_do(tmp_path, capsys):
 
     folder = model_folder(tmp_path / "model", **VARIANTS["separate-vocab-bias-gelu"])
     out = tmp_path / "onnx"
-    assert main(["export-onnx", str(folder), str(out)]) == 0, capsys.readouterr().err
+    out.mkdir()
+    (out / "stale.onnx").write_text("from an earlier export")
+    assert main(["export-onnx", str(folder), str(out), "--overwrite"]) == 0, capsys.readouterr().err
     assert {"encoder.onnx", "decoder.onnx", "tokenizer.json", "config.json"} <= {p.name for p in out.iterdir()}
+    assert not (out / "stale.onnx").exists()  # replaced whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model", "onnx"]
     model = VaswaniForConditionalGeneration.from_pretrained(folder).eval()
     onnx = OnnxGreedyTranslator(out, threads=1)
     for length in (10, 4):  # other batch and source lengths than the export's, with padding

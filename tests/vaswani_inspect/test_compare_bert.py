@@ -457,3 +457,70 @@ def test_report_round_trip_without_decoder(ours, minilm, tmp_path):
     report = json.loads(written["json"].read_text(encoding="utf-8"))
     assert report["comparisons"]["encoder"]["specials"] == "keep"
     assert list(report["comparisons"]) == ["encoder"]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Checked before any work, written whole
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _run(argv: list[str], capsys) -> tuple[int, str]:
+    """(exit code, stderr) of ``hf-vaswani ARGV`` in-process, usage errors too; an error is one line."""
+    try:
+        code = _main(argv)
+    except SystemExit as exited:
+        code = exited.code
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    if code == 2:
+        assert err.startswith("hf-vaswani compare-bert: error: ") and err.count("\n") == 1, err
+    return code, err
+
+
+COMPARE_ERRORS = {
+    "device": (["--device", "bogus"], {}, "Unknown device 'bogus': expected a torch device"),
+    "max-sentences": (["--max-sentences", "0"], {}, "argument --max-sentences: expected a positive integer"),
+    "sentences-not-utf8": ([], {"s.txt": b"The cat.\nThe ni\xf1o.\n"}, "'{tmp}/s.txt' is not valid UTF-8 at line 2"),
+    "bert-config-not-json": (
+        ["--bert", "{tmp}/bert"],
+        {"bert/config.json": b"{model_type: bert"},
+        "--bert {tmp}/bert: {tmp}/bert/config.json is not valid UTF-8 JSON",
+    ),
+    "non-empty": (["--out", "{tmp}/full"], {}, "is not empty: choose a new folder, or pass --overwrite"),
+    "holds-the-sentences": (["--out", "{tmp}", "--overwrite"], {}, "holds the input"),
+}
+
+
+@pytest.mark.parametrize("case", list(COMPARE_ERRORS))
+def test_command_checks_arguments_inputs_and_output_before_loading(case, ours_dir, tmp_path, capsys, monkeypatch):
+    def no_loading(*args, **kwargs):
+        raise AssertionError("a model was loaded before the bad input was refused")
+
+    monkeypatch.setattr("vaswani_inspect.compare.load_ours", no_loading)
+    monkeypatch.setattr("vaswani_inspect.compare.load_bert", no_loading)
+    options, contents, message = COMPARE_ERRORS[case]
+    (tmp_path / "s.txt").write_text("The cat sleeps.\n", encoding="utf-8")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("an earlier report")
+    (tmp_path / "bert").mkdir()
+    for name, data in contents.items():
+        (tmp_path / name).write_bytes(data)
+    argv = ["compare-bert", "--bert", MINILM, "--sentences", str(tmp_path / "s.txt"), "--out", str(tmp_path / "out")]
+    argv += ["--model", str(ours_dir), "--no-progress", *[o.format(tmp=tmp_path) for o in options]]
+    code, err = _run(argv, capsys)
+    assert code == 2 and message.format(tmp=tmp_path) in err, err
+    assert not (tmp_path / "out").exists() and [p.name for p in (tmp_path / "full").iterdir()] == ["keep.txt"]
+
+
+def test_command_replaces_a_report_only_with_overwrite_and_whole(ours_dir, tmp_path, capsys):
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "decoder_mds.png").write_text("from an earlier run with --decoder")
+    argv = ["compare-bert", "--bert", MINILM, "--sentences", str(SENTENCES), "--out", str(out)]
+    argv += ["--model", str(ours_dir), "--max-sentences", "3", "--no-progress"]
+    code, err = _run(argv, capsys)
+    assert code == 2 and "pass --overwrite" in err
+    assert _run([*argv, "--overwrite"], capsys)[0] == 0
+    assert not (out / "decoder_mds.png").exists() and (out / "encoder_mds.png").is_file()
+    assert "encoder_mds.png" in (out / "index.md").read_text(encoding="utf-8")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]  # no temporary sibling left

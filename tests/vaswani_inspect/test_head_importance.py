@@ -215,6 +215,15 @@ def test_command_writes_the_report(model_dir, tmp_path, capsys):
         "report.json",
     ]
     assert [p.name for p in tmp_path.iterdir()] == ["importance"]  # no temporary folder left
+    # Again into the same folder: only with --overwrite, which replaces it whole.
+    (out / "pruning.png").write_text("from an earlier run with the pruning curves")
+    assert main([*argv, "--max-pairs", "4", "--max-new-tokens", "32", "--no-progress", "--no-pruning"]) == 2
+    assert "pass --overwrite" in _error(capsys)
+    argv += ["--max-pairs", "4", "--max-new-tokens", "32", "--no-progress", "--no-pruning", "--overwrite"]
+    assert main(argv) == 0
+    assert not (out / "pruning.png").exists()
+    assert json.loads((out / "report.json").read_text(encoding="utf-8"))["settings"]["pairs"] == 4
+    assert [p.name for p in tmp_path.iterdir()] == ["importance"]
 
 
 def _error(capsys) -> str:
@@ -261,3 +270,23 @@ def test_command_errors_are_one_line(model_dir, tmp_path, capsys, arguments, mes
     assert status == 2
     assert message in _error(capsys)
     assert not (tmp_path / "out").exists() and (tmp_path / "full" / "keep.txt").exists()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--device", "bogus"], "Unknown device 'bogus': expected a torch device"),
+        (["--max-new-tokens", "1000"], "max_new_tokens=1000 is more than this model can generate: at most 63"),
+    ],
+)
+def test_command_checks_the_device_and_the_model_limits_before_measuring(
+    model_dir, tmp_path, capsys, monkeypatch, arguments, message
+):
+    def measure(*args, **kwargs):
+        raise AssertionError("the heads were measured before the bad argument was refused")
+
+    monkeypatch.setattr("vaswani_inspect.importance.head_importance", measure)
+    argv = ["head-importance", "--pairs", str(model_dir / "pairs.tsv"), "--out", str(tmp_path / "out")]
+    assert main([*argv, "--model", str(model_dir), "--no-progress", *arguments]) == 2
+    assert message in _error(capsys)
+    assert not (tmp_path / "out").exists()

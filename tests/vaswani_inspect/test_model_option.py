@@ -38,11 +38,11 @@ def test_inspect_loads_a_hub_id(tmp_path, capsys):
     assert "Cannot load the model at 'no-such-user-xyz/no-such-vaswani-xyz'" in line
 
 
-def test_attention_unavailable_is_one_line(monkeypatch, tmp_path, capsys):
+def test_attention_unavailable_is_one_line(monkeypatch, tmp_path, capsys, model, tokenizer):
     def no_attention(*args, **kwargs):
         raise AttentionUnavailableError("The model returned no cross_attentions: load it with 'eager'.")
 
-    monkeypatch.setattr(vaswani_inspect.commands, "_load", lambda args: (None, None))
+    monkeypatch.setattr(vaswani_inspect.commands, "_load", lambda args: (model, tokenizer))
     extract_module = importlib.import_module("vaswani_inspect.extract")  # (the package's `extract` is the function)
     monkeypatch.setattr(extract_module, "extract", no_attention)
     assert main(["inspect", "hola", "--out", str(tmp_path)]) == 2

@@ -231,7 +231,9 @@ def test_cli_inspect_alignment_options(checkpoint, tmp_path):
     saved = AttentionRecord.load(out / "record.json")
     expected = align(saved, 1, [2, 3], shift=True, skip_punctuation=True)
     assert (out / "alignment.pharaoh").read_text().strip() == " ".join(f"{i}-{j}" for i, j in expected)
-    assert main([*arguments, "--alignment-heads", "two"]) == 2
+    with pytest.raises(SystemExit) as exited:  # a usage error: argparse exits with code 2
+        main([*arguments, "--alignment-heads", "two"])
+    assert exited.value.code == 2
 
 
 def test_cli_errors_are_one_line(checkpoint, tmp_path, capsys):
@@ -284,3 +286,181 @@ def test_report_of_an_empty_translation(record, tmp_path):
     with pytest.raises(ValueError, match="layer 5 does not exist"):
         write_report(record, tmp_path / "bad", alignment_layer=5)
     assert not (tmp_path / "bad").exists()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Checked before any work, written whole: arguments, input files and outputs of inspect and align-eval
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _run(argv, capsys, command):
+    """(exit code, the one error line or None, stdout) of ``hf-vaswani ARGV`` run in-process; usage errors too."""
+    try:
+        code = main(argv)
+    except SystemExit as exited:  # argparse's usage errors
+        code = exited.code
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err, captured.err
+    if code != 2:
+        return code, None, captured.out
+    lines = [line for line in captured.err.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith(f"hf-vaswani {command}: error: ")]
+    assert len(errors) == 1, captured.err
+    return code, errors[0], captured.out
+
+
+def _unwritable_folder(tmp_path):
+    """A folder in which nothing can be created: read-only for a user; for root (who may write anywhere), /sys."""
+    import os
+    from pathlib import Path
+
+    if os.geteuid() != 0:
+        folder = tmp_path / "read-only"
+        folder.mkdir()
+        folder.chmod(0o500)
+        return folder
+    if not Path("/sys").is_dir():
+        pytest.skip("running as root without /sys: no folder root cannot write into")
+    return Path("/sys")
+
+
+@pytest.fixture
+def no_model(monkeypatch):
+    """Fail the test if the command loads a model: the case must be refused before."""
+
+    def load_translator(*args, **kwargs):
+        raise AssertionError("the model was loaded before the bad input was refused")
+
+    monkeypatch.setattr("hf_vaswani.inference.load_translator", load_translator)
+
+
+@pytest.fixture
+def no_extraction(monkeypatch):
+    """Fail the test if the command runs the model: the case must be refused once it is loaded, before."""
+    import importlib
+
+    def extract(*args, **kwargs):
+        raise AssertionError("the model ran before the bad input was refused")
+
+    monkeypatch.setattr(importlib.import_module("vaswani_inspect.extract"), "extract", extract)
+
+
+#: inspect: (options, source text, message); refused before the model is loaded.
+INSPECT_ERRORS = {
+    "direction": (["--direction", "fr-en"], "el gato", "Unknown translation direction 'fr-en'"),
+    "device": (["--device", "bogus"], "el gato", "Unknown device 'bogus': expected a torch device"),
+    "missing-gpu": (["--device", "cuda:7"], "el gato", "Device 'cuda:7'"),
+    "heads": (["--alignment-heads", "a"], "el gato", "argument --alignment-heads: expected 'all' or comma-separated"),
+    "layer": (["--alignment-layer", "last"], "el gato", "argument --alignment-layer: expected a layer number"),
+    "beams": (["--num-beams", "65"], "el gato", "argument --num-beams: expected a beam size from 1 to 64"),
+    "new-tokens": (["--max-new-tokens", "0"], "el gato", "argument --max-new-tokens: expected a positive integer"),
+    "not-utf8": ([], "el gato \udcff", 'argument text: "el gato \\xff" is not valid UTF-8'),
+    "language-token": ([], ">>en<< el gato", "Sentence 1: The source text contains a language token"),
+    "blank": ([], "  ", "Sentence 1 is empty or whitespace only"),
+    "unwritable": (["--out", "{ro}/report"], "el gato", "Cannot write the report folder"),
+    "non-empty": (["--out", "{full}"], "el gato", "is not empty: choose a new folder, or pass --overwrite"),
+    "holds-the-model": (["--out", "{tmp}", "--overwrite"], "el gato", "holds the input"),
+}
+
+
+@pytest.mark.parametrize("case", list(INSPECT_ERRORS))
+def test_inspect_checks_arguments_and_output_before_loading_the_model(case, no_model, tmp_path, capsys):
+    (tmp_path / "model").mkdir()
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("an earlier report")
+    options, text, message = INSPECT_ERRORS[case]
+    options = [o.format(ro=_unwritable_folder(tmp_path), full=tmp_path / "full", tmp=tmp_path) for o in options]
+    argv = ["inspect", text, "--out", str(tmp_path / "report"), "--model", str(tmp_path / "model"), *options]
+    code, line, out = _run(argv, capsys, "inspect")
+    assert code == 2 and message in line, line
+    assert out == "" and sorted(p.name for p in tmp_path.iterdir() if p.name != "read-only") == ["full", "model"]
+    assert [p.name for p in (tmp_path / "full").iterdir()] == ["keep.txt"]
+
+
+#: inspect: (options, source text, message); refused once the model is loaded, before it runs.
+INSPECT_MODEL_LIMITS = {
+    "new-tokens": (["--max-new-tokens", "1000"], "el gato", "max_new_tokens=1000 is more than this model can generate"),
+    "layer": (["--alignment-layer", "2"], "el gato", "--alignment-layer 2: the model has 2 decoder layers, 0 to 1"),
+    "heads": (["--alignment-heads", "0,4"], "el gato", "--alignment-heads 0,4: the model's cross-attention has 4"),
+    "unknown-characters": ([], "😀😀😀", "Most characters of sentence 1 (😀😀😀) are unknown to the model"),
+}
+
+
+@pytest.mark.parametrize("case", list(INSPECT_MODEL_LIMITS))
+def test_inspect_checks_the_model_limits_before_running_it(case, checkpoint, no_extraction, tmp_path, capsys):
+    options, text, message = INSPECT_MODEL_LIMITS[case]
+    argv = ["inspect", text, "--out", str(tmp_path / "report"), "--model", str(checkpoint), *options]
+    code, line, _ = _run(argv, capsys, "inspect")
+    assert code == 2 and message in line, line
+    assert not (tmp_path / "report").exists()
+
+
+def test_inspect_replaces_a_report_only_with_overwrite_and_whole(checkpoint, tmp_path, capsys):
+    out = tmp_path / "report"
+    argv = ["inspect", "el gato negro", "la casa", "--out", str(out), "--model", str(checkpoint)]
+    argv += ["--max-new-tokens", "4"]
+    assert _run(argv, capsys, "inspect")[0] == 0
+    assert sorted(p.name for p in out.iterdir()) == ["00", "01"]  # one subfolder per sentence
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    code, line, _ = _run([*argv, "--format", "svg"], capsys, "inspect")
+    assert code == 2 and "is not empty: choose a new folder, or pass --overwrite" in line
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    again = ["inspect", "el gato negro", *argv[3:], "--format", "svg", "--overwrite"]
+    code, _, printed = _run(again, capsys, "inspect")
+    assert code == 0 and f"report: {out / 'index.html'}" in printed  # the final path, not a temporary one
+    assert not list(out.glob("*.png")) and not (out / "00").exists()  # the earlier run's files are gone
+    assert (out / "alignment.svg").is_file() and (out / "index.html").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]  # no temporary sibling left
+
+
+#: align-eval: (options, what to write into the input files, message); refused before the model is loaded.
+ALIGN_EVAL_ERRORS = {
+    "direction": (["--direction", "fr-en"], {}, "Unknown translation direction 'fr-en'"),
+    "device": (["--device", "bogus"], {}, "Unknown device 'bogus'"),
+    "threshold": (["--threshold", "0"], {}, "argument --threshold: expected a weight above 0 and at most 1"),
+    "top": (["--top", "0"], {}, "argument --top: expected a positive integer"),
+    "gold-not-utf8": ([], {"gold.txt": b"0-0\n1-1 \xff\n"}, "gold.txt' is not valid UTF-8 at line 2"),
+    "source-not-utf8": ([], {"es.txt": b"el ni\xf1o\nla casa roja?\n"}, "es.txt' is not valid UTF-8 at line 1"),
+    "missing-target": (["--target-file", "{tmp}/missing.txt"], {}, "No target file at"),
+    "json-is-the-gold": (["--json", "{tmp}/gold.txt"], {}, "is also an input of this command"),
+    "json-unwritable": (["--json", "{ro}/search.json"], {}, "Cannot write the JSON file"),
+    "json-is-the-config": (
+        ["--json", "{tmp}/model/config.json", "--write-config", "{tmp}/model"],
+        {},
+        "are the same path",
+    ),
+    "config-not-ours": (
+        ["--write-config", "{tmp}/model"],
+        {"model/config.json": b'{"model_type": "marian"}'},
+        "is the config of a 'marian' model",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(ALIGN_EVAL_ERRORS))
+def test_align_eval_checks_inputs_and_outputs_before_loading_the_model(case, no_model, tmp_path, capsys):
+    options, contents, message = ALIGN_EVAL_ERRORS[case]
+    files = _align_eval_files(tmp_path)
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text('{"model_type": "vaswani"}')
+    for name, data in contents.items():
+        (tmp_path / name).write_bytes(data)
+    options = [o.format(tmp=tmp_path, ro=_unwritable_folder(tmp_path)) for o in options]
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    code, line, out = _run(["align-eval", *files, "--model", str(tmp_path / "model"), *options], capsys, "align-eval")
+    assert code == 2 and message in line, line
+    assert out == "" and {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_align_eval_refuses_gold_links_outside_the_sentences_naming_the_line(checkpoint, tmp_path, capsys):
+    """Links past the words of their pair (another tokenisation, the wrong index base) are refused, naming the file
+    and line, before anything is scored or written: never an AER of 1.000 without a word."""
+    files = _align_eval_files(tmp_path)
+    gold = tmp_path / "gold.txt"
+    gold.write_text("# 1-indexed\n1-1 2-3 3-2\n1-1 2-3 9-2 4-4\n", encoding="utf-8")
+    argv = ["align-eval", *files, "--model", str(checkpoint), "--json", str(tmp_path / "search.json")]
+    code, line, out = _run(argv, capsys, "align-eval")
+    assert code == 2 and out == "", line
+    assert f"Gold sentence 2 ({gold}, line 3) links source word 8 to target word 1 (written 9-2, 1-based)" in line
+    assert "the pair has 4 source words (la casa roja ?)" in line
+    assert not (tmp_path / "search.json").exists()

@@ -49,7 +49,10 @@ def _config_dict(name: str, what: str) -> dict[str, Any]:
         config_file = path / "config.json"
         if not config_file.is_file():
             raise CompareInputError(f"{what} {name} has no config.json: it is not a transformers model folder.")
-        return json.loads(config_file.read_text(encoding="utf-8"))
+        try:
+            return json.loads(config_file.read_bytes().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise CompareInputError(f"{what} {name}: {config_file} is not valid UTF-8 JSON ({error}).") from None
     if _looks_like_path(name):
         raise FileNotFoundError(f"{what} {name}: no such folder.")
     from transformers import PretrainedConfig

@@ -7,6 +7,8 @@ import json
 import time
 from pathlib import Path
 
+from hf_vaswani.outputs import OutputPlan
+
 from ..heads import head_statistics_table
 from ..plots import save_figure
 from .comparison import HeadComparison
@@ -32,18 +34,36 @@ _FIGURES = {
 
 
 def write_compare_report(
-    result: CompareResult, out_dir: str | Path, *, image_format: str = "png", dpi: int = 110
+    result: CompareResult,
+    out_dir: str | Path,
+    *,
+    image_format: str = "png",
+    dpi: int = 110,
+    overwrite: bool = False,
 ) -> dict[str, Path]:
-    """Write `report.json` (every number), figures and `index.md` (a readable summary) into `out_dir`.
+    """Write `report.json` (every number), figures and `index.md` (a readable summary) into the folder `out_dir`.
 
     Per comparison `{kind}` ("encoder", "decoder"): `{kind}_distance.{fmt}` (heatmap), `{kind}_mds.{fmt}` (map),
     `{kind}_head_stats.{fmt}` (statistics side by side), `{kind}_tags.{fmt}`, and `{kind}_stats_ours.csv` /
     `{kind}_stats_bert.csv` (`vaswani_inspect.heads.head_statistics_table`). Returns {name: path}.
+
+    The folder is written whole (`hf_vaswani.outputs`): into a temporary sibling, renamed into place once every file
+    is written. It must not exist or be empty; with `overwrite`, an existing folder is replaced, none of its files
+    kept.
     """
     if image_format not in ("png", "svg"):
         raise ValueError(f"image_format must be 'png' or 'svg', got {image_format!r}.")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    plan = OutputPlan()
+    final = plan.folder(out_dir, "report folder", overwrite=overwrite)
+    plan.check()
+    with plan.writing() as staged:
+        folder = staged(final)
+        written = _write_files(result, folder, image_format, dpi)
+    return {name: Path(out_dir) / path.relative_to(folder) for name, path in written.items()}
+
+
+def _write_files(result: CompareResult, out: Path, image_format: str, dpi: int) -> dict[str, Path]:
+    """Every file of the report, into the (empty) folder `out`."""
     written: dict[str, Path] = {}
     clock = time.perf_counter()
     for kind, comparison in result.comparisons.items():

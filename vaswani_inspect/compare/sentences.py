@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..alignment import read_lines
 from .errors import CompareInputError
 
 __all__ = ["Sentence", "as_sentences", "read_sentences"]
@@ -29,6 +30,7 @@ def read_sentences(path: str | Path, max_sentences: int | None = None) -> list[S
 
     Raises:
         FileNotFoundError: no such file. CompareInputError: no sentence in it, or `max_sentences` < 1.
+        ValueError: bytes that are not UTF-8 (the message names the file and the lines).
     """
     path = Path(path)
     if not path.is_file():
@@ -36,16 +38,15 @@ def read_sentences(path: str | Path, max_sentences: int | None = None) -> list[S
     if max_sentences is not None and max_sentences < 1:
         raise CompareInputError(f"max_sentences must be >= 1, got {max_sentences}.")
     sentences: list[Sentence] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            columns = line.rstrip("\r\n").split("\t")
-            english = unicodedata.normalize("NFC", columns[0]).strip()
-            if not english:
-                continue
-            spanish = unicodedata.normalize("NFC", columns[1]).strip() if len(columns) > 1 else ""
-            sentences.append(Sentence(english, number, spanish or None))
-            if max_sentences is not None and len(sentences) >= max_sentences:
-                break
+    for number, line in enumerate(read_lines(path, "sentence file"), start=1):
+        columns = line.split("\t")
+        english = unicodedata.normalize("NFC", columns[0]).strip()
+        if not english:
+            continue
+        spanish = unicodedata.normalize("NFC", columns[1]).strip() if len(columns) > 1 else ""
+        sentences.append(Sentence(english, number, spanish or None))
+        if max_sentences is not None and len(sentences) >= max_sentences:
+            break
     if not sentences:
         raise CompareInputError(
             f"{path} contains no sentences (it is empty or has only blank lines): write one English sentence per "
