@@ -41,11 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.parse_args(argv)  # no options: $VASWANI_DEMO_MODEL, $GRADIO_SERVER_NAME and _PORT configure the app
     keep_freed_memory()  # beam search without page faults (hf_vaswani.runtime); HF_VASWANI_KEEP_FREED_MEMORY=0: off
     port = os.environ.get("GRADIO_SERVER_PORT")
-    launch_app(
-        build_app(),
-        host=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-        port=int(port) if port else None,
-    )
+    app = build_app()
+    try:
+        launch_app(app, host=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), port=int(port) if port else None)
+    finally:  # after Ctrl-C too: Gradio's cached files and the demo's record folder go
+        app.close()
     return 0
 
 

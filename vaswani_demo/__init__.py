@@ -20,11 +20,15 @@ The app translates a sentence (Spanish -> English or English -> Spanish) and sho
 
 The record of the last translation is kept in a `gr.State`: changing the layer, head, shift, skip-punctuation or
 view redraws from it and never runs the model again. The translate function is the named API endpoint
-``/translate`` (``docs/demo.md``).
+``/translate`` (``docs/demo.md``); it checks every value itself and answers a bad one with a sentence.
 
-Modules: `settings` (limits, defaults, choices), `backend` (`DemoBackend`), `embed` (bertviz pages in an iframe),
-`layout` (the components), `events` (what they do), `app` (`build_app`, `launch_app`), `commands`
-(``hf-vaswani demo``), `testing` (a tiny model folder for tests).
+The page speaks Spanish and English: its texts go through Gradio's i18n (`gr.I18n`, the browser's language), and
+what the server writes (status, refusals, warnings, figure titles) follows the request's ``Accept-Language``.
+
+Modules: `settings` (limits, defaults, the controls' values, the course examples), `texts` (every word, in English
+and Spanish), `checks` (the input rules), `backend` (`DemoBackend`), `figures` (the figures' titles), `embed`
+(bertviz pages in an iframe), `layout` (the components), `events` (what they do), `app` (`build_app`,
+`launch_app`), `commands` (``hf-vaswani demo``), `testing` (a tiny model folder for tests).
 
 Importing this package sets ``GRADIO_ANALYTICS_ENABLED=False`` (before Gradio is imported) and the app is built
 with ``analytics_enabled=False``: the demo makes no network request of its own. `build_app`, `launch_app` and

@@ -1,19 +1,80 @@
 """The Gradio app: `build_app` loads the model and puts the page (`layout`) and its events (`events`) together;
-`launch_app` serves it."""
+`launch_app` serves it.
+
+The app is a `DemoBlocks`, a ``gr.Blocks`` that carries its own `gr.I18n` (launched with it, whoever launches it),
+documents its API in English, prunes the files Gradio caches for it, and closes the backend it loaded when it
+closes.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
 import gradio as gr
+from gradio.i18n import I18nData
 
 from .backend import DemoBackend
 from .events import wire_events
-from .layout import PAGE_TITLE, build_layout
-from .settings import APP_CSS, DEFAULT_CONCURRENCY_LIMIT, DEFAULT_MAX_QUEUE
+from .layout import build_layout, page_i18n
+from .settings import APP_CSS, CACHE_PRUNE_SECONDS, DEFAULT_CONCURRENCY_LIMIT, DEFAULT_MAX_QUEUE, FILE_TTL_SECONDS
+from .texts import DEFAULT_LANGUAGE, LANGUAGES, PAGE
 
-__all__ = ["build_app", "launch_app"]
+__all__ = ["DemoBlocks", "build_app", "launch_app"]
+
+#: Gradio's i18n does not translate the browser tab's title: this sets it from the page's language, which Gradio
+#: writes into ``<html lang>`` once it has chosen it.
+_TITLES = json.dumps({language: PAGE[language]["title"] for language in LANGUAGES}, ensure_ascii=False)
+_TITLE_JS = (
+    "() => {\n"
+    f"  const titles = {_TITLES};\n"
+    '  const language = (document.documentElement.lang || "").split("-")[0].toLowerCase();\n'
+    f'  document.title = titles[language] || titles["{DEFAULT_LANGUAGE}"];\n'
+    "}"
+)
+
+
+def _in_english(value: Any, english: dict[str, str]) -> Any:
+    """`value` with every `I18nData` key (in dicts, lists and tuples) replaced by its English text."""
+    if isinstance(value, I18nData):
+        return english.get(value.key, value.key)
+    if isinstance(value, dict):
+        return {key: _in_english(item, english) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_in_english(item, english) for item in value)
+    return value
+
+
+class DemoBlocks(gr.Blocks):
+    """The demo's ``gr.Blocks``: `i18n` (the page's texts) is passed to every `launch`, the API description is in
+    English (Gradio would show the i18n keys of the labels), and `close` also closes `owned_backend`.
+
+    Attributes:
+        demo_i18n: the page's `gr.I18n` (`vaswani_demo.layout.page_i18n`).
+        owned_backend: the backend `build_app` loaded for this app (None when it was given one).
+    """
+
+    def __init__(self, *, i18n: gr.I18n, owned_backend: DemoBackend | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.demo_i18n = i18n
+        self.owned_backend = owned_backend
+
+    def launch(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("i18n", self.demo_i18n)
+        kwargs.setdefault("js", _TITLE_JS)
+        return super().launch(*args, **kwargs)
+
+    def get_api_info(self, all_endpoints: bool = False, page: str | None = None) -> Any:
+        info = super().get_api_info(all_endpoints=all_endpoints, page=page)
+        return _in_english(info, self.demo_i18n.translations_dict.get(DEFAULT_LANGUAGE, {}))
+
+    def close(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            super().close(*args, **kwargs)
+        finally:
+            if self.owned_backend is not None:
+                self.owned_backend.close()
 
 
 def build_app(
@@ -23,12 +84,13 @@ def build_app(
     device: str | None = None,
     concurrency_limit: int = DEFAULT_CONCURRENCY_LIMIT,
     max_queue: int = DEFAULT_MAX_QUEUE,
-) -> gr.Blocks:
+) -> DemoBlocks:
     """Load the model and build the Gradio app (queue configured); `app.demo_backend` is the `DemoBackend`.
 
     Args:
         model_path: model folder or Hub id (default: ``$VASWANI_DEMO_MODEL``, else the shipped checkpoint).
-        backend: an already loaded `DemoBackend` (then `model_path` and `device` are ignored).
+        backend: an already loaded `DemoBackend` (then `model_path` and `device` are ignored, and closing the app
+            leaves it open: its owner closes it).
         device: torch device for the model (default: cuda if available, else cpu).
         concurrency_limit: translations run at the same time (`default_concurrency_limit` of the queue).
         max_queue: requests that may wait (`max_size` of the queue).
@@ -36,12 +98,21 @@ def build_app(
     Raises:
         FileNotFoundError: the model folder does not exist, or no model was named and the shipped checkpoint is
             missing.
+        ValueError: `device` is not a device of this machine, or the model cannot be loaded.
     """
+    owned = None
     if backend is None:
-        backend = DemoBackend.load(model_path, device=device)
-    with gr.Blocks(title=PAGE_TITLE, analytics_enabled=False) as app:
-        ui = build_layout(backend)
-        wire_events(ui, backend, concurrency_limit=concurrency_limit)
+        backend = owned = DemoBackend.load(model_path, device=device)
+    i18n = page_i18n(backend)
+    with DemoBlocks(
+        i18n=i18n,
+        owned_backend=owned,
+        title=PAGE[DEFAULT_LANGUAGE]["title"],
+        analytics_enabled=False,
+        delete_cache=(CACHE_PRUNE_SECONDS, FILE_TTL_SECONDS),
+    ) as app:
+        ui = build_layout(backend, i18n)
+        wire_events(app, ui, backend, concurrency_limit=concurrency_limit)
     app.queue(default_concurrency_limit=concurrency_limit, max_size=max_queue)
     app.demo_backend = backend
     return app

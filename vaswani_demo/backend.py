@@ -9,6 +9,10 @@ model that only ablations use, so that translations served at the same time neve
 `translate_outputs` is everything the ``/translate`` endpoint returns. One backend serves every request: the model
 is shared by Gradio's worker threads, which `hf_vaswani`'s model supports, and the run counter is guarded by a
 lock.
+
+Every sentence for the user comes in the `language` a method is given (``"en"`` or ``"es"``, `vaswani_demo.texts`);
+the input rules are `vaswani_demo.checks`. The attention records offered for download are written atomically
+(`hf_vaswani.outputs.write_text`) into a temporary folder that `close` removes (and the interpreter, at exit).
 """
 
 from __future__ import annotations
@@ -26,11 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from hf_vaswani import paths
-from hf_vaswani.inference import load_translator
-from hf_vaswani.tokenization import DIRECTIONS, direction_to_languages, source_with_language
+from hf_vaswani.commands import MAX_NUM_BEAMS
+from hf_vaswani.inference import generation_limits, load_translator
+from hf_vaswani.outputs import write_text
 from vaswani_inspect import (
     DEFAULT_ALIGNMENT,
-    KINDS,
     Head,
     ablate_heads,
     align,
@@ -48,18 +52,11 @@ from vaswani_inspect import (
 from vaswani_inspect.ablation import head_counts
 from vaswani_inspect.record import check_alignment
 
-from .embed import PLACEHOLDER_VIEW, iframe_html, view_height
-from .settings import (
-    DIRECTION_CHOICES,
-    FILE_TTL_SECONDS,
-    HEAD_LABEL,
-    KIND_NAMES,
-    LANGUAGE_NAMES,
-    MAX_BEAMS,
-    MAX_CHARS,
-    MEAN,
-    MODEL_ENV,
-)
+from .checks import choice, head_choice, layer_choice, shown, text_notes, whole_number
+from .embed import iframe_html, placeholder_html, view_height
+from .figures import label_figure
+from .settings import FILE_TTL_SECONDS, HEAD_LABEL, KINDS, MAX_BEAMS, MEAN, MODEL_ENV, UNITS, VIEWS
+from .texts import DEFAULT_LANGUAGE, Named, Refusal, decimal, message, page_text
 
 __all__ = ["AblationResult", "DemoBackend", "TranslationResult", "resolve_model_path"]
 
@@ -112,35 +109,6 @@ class AblationResult:
     heads_off: list[str] = field(default_factory=list)
 
 
-def _int_option(value: Any, default: int, low: int, high: int, what: str) -> int:
-    """`value` as a whole number from `low` to `high` (`default` when empty), or ValueError naming `what`."""
-    if value is None or value == "":
-        return default
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{what} must be a whole number from {low} to {high}, got {value!r}.") from None
-    if number != int(number) or not low <= number <= high:
-        raise ValueError(f"{what} must be a whole number from {low} to {high}, got {value!r}.")
-    return int(number)
-
-
-def _layer(value: Any) -> int | str | None:
-    """A layer choice ("0", "1", ... or "mean") as an index or `MEAN`; None (empty): the model's configuration."""
-    if value is None or value == "":
-        return None
-    return MEAN if value == MEAN else int(value)
-
-
-def _heads(value: Any) -> list[int] | str | None:
-    """A head choice ("0", "1,3" or "mean") as a list of heads or "all"; None (empty): the model's configuration."""
-    if value is None or value == "":
-        return None
-    if value == MEAN:
-        return "all"
-    return [int(head) for head in str(value).split(",")]
-
-
 def _choice(heads: list[int] | str) -> str:
     """The head dropdown's value for a list of heads (or "all")."""
     return MEAN if heads == "all" else ",".join(str(head) for head in heads)
@@ -158,8 +126,11 @@ class DemoBackend:
         max_tokens: the longest source, in tokens (language token and ``</s>`` included), the model reads.
         decoder_layers, decoder_heads: what the layer and head choices offer.
         heads: ``{kind: (layers, heads per layer)}``, what the ablation panel offers.
-        default_beams, default_max_new_tokens, max_new_tokens_limit: the decoding options' defaults and limit.
-        files_dir: where the attention records offered for download are written.
+        max_beams, max_new_tokens_limit: the largest beam size and translation length accepted: the demo's
+            `MAX_BEAMS`, the commands' `MAX_NUM_BEAMS` and what the model can generate
+            (`hf_vaswani.inference.generation_limits`).
+        default_beams, default_max_new_tokens: the decoding options' defaults (the model's generation config).
+        files_dir: where the attention records offered for download are written (removed by `close`).
     """
 
     def __init__(self, model: Any, tokenizer: Any, model_name: str = "") -> None:
@@ -167,20 +138,22 @@ class DemoBackend:
         self.tokenizer = tokenizer
         self.model_name = model_name or str(getattr(model.config, "_name_or_path", "") or type(model).__name__)
         config = model.config
-        limits = [int(getattr(config, "max_position_embeddings", 0) or 0)]
+        source_limits = [int(getattr(config, "max_position_embeddings", 0) or 0)]
         tokenizer_limit = int(getattr(tokenizer, "model_max_length", 0) or 0)
         if 0 < tokenizer_limit < 10**6:
-            limits.append(tokenizer_limit)
-        self.max_tokens = min(limit for limit in limits if limit > 0) if any(limits) else 512
+            source_limits.append(tokenizer_limit)
+        self.max_tokens = min(limit for limit in source_limits if limit > 0) if any(source_limits) else 512
         self.decoder_layers = int(config.decoder_layers)
         self.decoder_heads = int(config.decoder_attention_heads)
         self.alignment_config = check_alignment(getattr(config, "alignment", None)) or dict(DEFAULT_ALIGNMENT)
+        limits = generation_limits(model)
+        self.max_beams = max(1, min(MAX_BEAMS, MAX_NUM_BEAMS, limits.num_beams))
+        self.max_new_tokens_limit = max(1, min(limits.max_new_tokens, self.max_tokens - 1))
         generation = getattr(model, "generation_config", None)
-        self.default_beams = max(1, min(MAX_BEAMS, int(getattr(generation, "num_beams", None) or 1)))
+        self.default_beams = max(1, min(self.max_beams, int(getattr(generation, "num_beams", None) or 1)))
         new_tokens = getattr(generation, "max_new_tokens", None)
         if not new_tokens and getattr(generation, "max_length", None):
             new_tokens = int(generation.max_length) - 1  # the decoder start token counts in max_length
-        self.max_new_tokens_limit = max(1, self.max_tokens - 1)
         self.default_max_new_tokens = max(1, min(int(new_tokens or 64), self.max_new_tokens_limit))
         self.heads = head_counts(model)
         self.model_runs = 0
@@ -190,7 +163,10 @@ class DemoBackend:
         # Import bertviz now, in this thread, rather than on the first requests in worker threads.
         import bertviz  # noqa: F401
 
-        self.files_dir = Path(tempfile.mkdtemp(prefix="vaswani-demo-"))
+        # Removed by close(); TemporaryDirectory also removes it when the interpreter exits.
+        self._files = tempfile.TemporaryDirectory(prefix="vaswani-demo-")
+        self.files_dir = Path(self._files.name)
+        self.closed = False
 
     @classmethod
     def load(cls, model_path: str | os.PathLike[str] | None = None, *, device: str | None = None) -> DemoBackend:
@@ -207,78 +183,65 @@ class DemoBackend:
 
     # ------------------------------------------------------------------------------------------------ input checks
 
-    def check_text(self, text: Any, direction: str) -> tuple[str | None, list[str]]:
-        """(a message explaining why `text` cannot be translated, or None; notes to show with the translation)."""
-        if direction not in DIRECTIONS:
-            choices = " or ".join(f"{label} ({value})" for label, value in DIRECTION_CHOICES)
-            return f"Choose a translation direction: {choices}.", []
-        if text is None or not isinstance(text, str) or text == "":
-            return "The text box is empty: type a sentence to translate.", []
-        if not text.strip():
-            return "The text is only blank space: type a sentence to translate.", []
-        if len(text) > MAX_CHARS:
-            return (
-                f"The text is {len(text)} characters long; this demo translates at most {MAX_CHARS} characters "
-                "(a sentence or two). Please shorten it.",
-                [],
-            )
-        _, target = direction_to_languages(direction)
-        n_tokens = len(self.tokenizer(source_with_language(text, target), verbose=False).input_ids)
-        if n_tokens > self.max_tokens:
-            return (
-                f"The text is {n_tokens} tokens long, but the model reads at most {self.max_tokens} tokens "
-                "(language token and end of sentence included). Please shorten it.",
-                [],
-            )
-        unknown, content = self._unknown_characters(text)
-        notes = []
-        if unknown:
-            shown = " ".join(unknown[:10]) + (" ..." if len(unknown) > 10 else "")
-            if not content:
-                return (
-                    f"The model does not know any of these characters ({shown}): it would read them all as "
-                    "<unk> (unknown), so there is nothing to translate. Type words in Spanish or English.",
-                    [],
-                )
-            notes.append(f"The model has never seen {shown}: it read {'them' if len(unknown) > 1 else 'it'} as <unk>.")
-        return None, notes
+    def check_text(
+        self, text: Any, direction: Any, *, language: str = DEFAULT_LANGUAGE
+    ) -> tuple[str | None, list[str]]:
+        """(a message explaining why `text` cannot be translated, or None; notes to show with the translation), in
+        `language` (the rules: `vaswani_demo.checks.text_notes`)."""
+        try:
+            notes = text_notes(self.tokenizer, text, direction, self.max_tokens)
+        except Refusal as refusal:
+            return refusal.told(language), []
+        return None, [message(language, key, **fields) for key, fields in notes]
 
-    def _unknown_characters(self, text: str) -> tuple[list[str], bool]:
-        """(the distinct pieces of `text` the tokenizer maps to `<unk>`, whether any other real piece exists)."""
-        unk_id = getattr(self.tokenizer, "unk_token_id", None)
-        encoding = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        unknown: list[str] = []
-        content = False
-        tokens = self.tokenizer.convert_ids_to_tokens(encoding["input_ids"])
-        for token_id, token, (start, end) in zip(encoding["input_ids"], tokens, encoding["offset_mapping"]):
-            if unk_id is not None and token_id == unk_id:
-                piece = text[start:end].strip() or "?"
-                if piece not in unknown:
-                    unknown.append(piece)
-            elif token.replace("▁", ""):
-                content = True
-        return unknown, content
+    def check_options(
+        self,
+        num_beams: Any = None,
+        max_new_tokens: Any = None,
+        layer: Any = None,
+        head: Any = None,
+        unit: Any = None,
+        view: Any = None,
+        kind: Any = None,
+    ) -> dict[str, Any]:
+        """The ``/translate`` options as the backend uses them (empty: the default); `Refusal` for a value out of
+        range or not among the choices."""
+        return {
+            "num_beams": whole_number(num_beams, self.default_beams, 1, self.max_beams, "option.beams"),
+            "max_new_tokens": whole_number(
+                max_new_tokens, self.default_max_new_tokens, 1, self.max_new_tokens_limit, "option.new_tokens"
+            ),
+            "layer": layer_choice(layer, self.decoder_layers),
+            "head": head_choice(head, self.decoder_heads),
+            "unit": choice(unit, UNITS, "words", "option.unit"),
+            "view": choice(view, VIEWS, "head", "option.view"),
+            "kind": choice(kind, KINDS, "encoder", "option.kind"),
+        }
 
     # ------------------------------------------------------------------------------------------------- model run
 
     def translate(
-        self, text: Any, direction: str, num_beams: Any = None, max_new_tokens: Any = None
+        self,
+        text: Any,
+        direction: Any,
+        num_beams: Any = None,
+        max_new_tokens: Any = None,
+        *,
+        language: str = DEFAULT_LANGUAGE,
     ) -> TranslationResult:
         """Check the input and translate it, keeping every attention matrix (`vaswani_inspect.extract`).
 
-        Never raises for bad input: the result then has `ok=False` and a `status` sentence for the user.
+        Never raises for bad input: the result then has `ok=False` and a `status` sentence for the user, in
+        `language`.
         """
         try:
-            beams = _int_option(num_beams, self.default_beams, 1, MAX_BEAMS, "The beam size")
-            new_tokens = _int_option(
-                max_new_tokens, self.default_max_new_tokens, 1, self.max_new_tokens_limit, "The maximum length"
-            )
-        except ValueError as error:
-            return TranslationResult(status=str(error))
-        message, notes = self.check_text(text, direction)
-        if message is not None:
-            return TranslationResult(status=message)
-        generate_kwargs = {"num_beams": beams, "max_length": new_tokens + 1}  # max_length counts the start token
+            options = self.check_options(num_beams, max_new_tokens)
+            found = text_notes(self.tokenizer, text, direction, self.max_tokens)
+            notes = [message(language, key, **fields) for key, fields in found]
+        except Refusal as refusal:
+            return TranslationResult(status=refusal.told(language))
+        beams, new_tokens = options["num_beams"], options["max_new_tokens"]
+        generate_kwargs = {"num_beams": beams, "max_new_tokens": new_tokens}
         started = time.perf_counter()
         try:
             with self._lock:
@@ -292,46 +255,61 @@ class DemoBackend:
                 model_name=self.model_name,
             )
         except ValueError as error:  # e.g. a limit extract() checks itself
-            return TranslationResult(status=f"This text cannot be translated: {error}")
+            return TranslationResult(status=message(language, "failed.extract", error=error))
         except Exception as error:  # noqa: BLE001 - the user gets a sentence, the log gets the traceback
             logger.exception("The demo failed on %r (%s)", text, direction)
-            return TranslationResult(
-                status=f"Something went wrong while translating ({type(error).__name__}); the server log has the "
-                "details. Try another sentence."
-            )
-        status = self._status(record, direction, beams, new_tokens, time.perf_counter() - started, notes)
+            return TranslationResult(status=message(language, "failed.model", error=type(error).__name__))
+        seconds = time.perf_counter() - started
+        status = self._status(record, direction, beams, new_tokens, seconds, notes, language)
         return TranslationResult(record.target_text, status, record, True, notes)
 
     def _status(
-        self, record: Any, direction: str, beams: int, new_tokens: int, seconds: float, notes: list[str]
+        self,
+        record: Any,
+        direction: str,
+        beams: int,
+        new_tokens: int,
+        seconds: float,
+        notes: list[str],
+        language: str = DEFAULT_LANGUAGE,
     ) -> str:
         """The status line of a translation: direction, time, settings, token counts, then `notes` (extended with
         an empty translation or one cut at the maximum length)."""
         source, target = direction.split("-")
         output_tokens = max(0, len(record.target_tokens) - 1)
-        status = (
-            f"Translated {LANGUAGE_NAMES[source]} → {LANGUAGE_NAMES[target]} in {seconds:.2f} s (beam size "
-            f"{beams}; {len(record.source_tokens)} source tokens, {output_tokens} output tokens)."
+        status = message(
+            language,
+            "status",
+            source=Named("language", source),
+            target=Named("language", target),
+            seconds=decimal(language, seconds),
+            beams=beams,
+            source_tokens=len(record.source_tokens),
+            output_tokens=output_tokens,
         )
         if not record.target_text:
-            notes.append("The model produced an empty translation.")
+            notes.append(message(language, "note.empty"))
         if output_tokens >= new_tokens and record.target_tokens[-1] != getattr(self.tokenizer, "eos_token", None):
-            notes.append(f"The translation stopped at the maximum length ({new_tokens} tokens).")
+            notes.append(message(language, "note.cut", limit=new_tokens))
         return " ".join([status, *notes])
 
     # ---------------------------------------------------------------------------------------- drawing the record
 
-    def layer_choices(self) -> list[tuple[str, str]]:
-        """(label, value) of the decoder layer control: the average of all layers, then each layer."""
-        return [("average of all layers", MEAN)] + [(f"layer {i}", str(i)) for i in range(self.decoder_layers)]
+    def layer_choices(self, language: str = DEFAULT_LANGUAGE) -> list[tuple[str, str]]:
+        """(label, value) of the decoder layer control, labels in `language`: the average of all layers, then each
+        layer."""
+        layers = [(message(language, "layer.one", layer=i), str(i)) for i in range(self.decoder_layers)]
+        return [(message(language, "layer.mean"), MEAN), *layers]
 
-    def head_choices(self) -> list[tuple[str, str]]:
-        """(label, value) of the head control: the average of all heads, each head, and the model's configured
-        heads when it averages several ("heads 1, 3", value "1,3")."""
-        choices = [("average of all heads", MEAN)] + [(f"head {i}", str(i)) for i in range(self.decoder_heads)]
-        heads = self.alignment_config["heads"]
-        if heads != "all" and len(heads) > 1:
-            choices.append((f"heads {', '.join(str(h) for h in heads)}", _choice(heads)))
+    def head_choices(self, language: str = DEFAULT_LANGUAGE) -> list[tuple[str, str]]:
+        """(label, value) of the head control, labels in `language`: the average of all heads, each head, and the
+        model's configured heads when it averages several ("heads 1, 3", value "1,3")."""
+        heads = [(message(language, "head.one", head=i), str(i)) for i in range(self.decoder_heads)]
+        choices = [(message(language, "head.mean"), MEAN), *heads]
+        configured = self.alignment_config["heads"]
+        if configured != "all" and len(configured) > 1:
+            listed = ", ".join(str(head) for head in configured)
+            choices.append((message(language, "head.several", heads=listed), _choice(configured)))
         return choices
 
     def default_choices(self) -> dict[str, Any]:
@@ -351,10 +329,11 @@ class DemoBackend:
         unit: str = "words",
         shift: bool | None = None,
         skip_punctuation: bool = True,
+        language: str = DEFAULT_LANGUAGE,
     ) -> tuple[Any, list]:
         """(matplotlib Figure of the cross-attention, aligned word pairs) for a layer choice ("0", "1", ... or
         "mean"), a head choice ("0", "1,3" or "mean") and `shift`; left at None, each is the model's configuration
-        (the record's `alignment`).
+        (the record's `alignment`). The figure's title and axes are in `language`.
 
         The pairs are rows ``[target word, source word, weight]``: each target word with the source word its
         cross-attention gives the most weight (`vaswani_inspect.align`, argmax); punctuation words get no pair with
@@ -362,7 +341,9 @@ class DemoBackend:
         """
         if record is None:
             return None, []
-        settings = alignment_settings(record, _layer(layer), _heads(head), shift)
+        settings = alignment_settings(
+            record, layer_choice(layer, self.decoder_layers), head_choice(head, self.decoder_heads), shift
+        )
         pairs: list[list[Any]] = []
         try:
             matrix = alignment_matrix(record, **settings, skip_punctuation=skip_punctuation)
@@ -374,9 +355,8 @@ class DemoBackend:
             unit = "tokens"
         if unit == "words":
             figure = plot_alignment(record, **settings, skip_punctuation=skip_punctuation)
-        else:
-            figure = self._token_heatmap(record, settings)
-        return figure, pairs
+            return label_figure(figure, "figure.alignment", settings, language), pairs
+        return label_figure(self._token_heatmap(record, settings), "figure.tokens", settings, language), pairs
 
     @staticmethod
     def _token_heatmap(record: Any, settings: dict[str, Any]) -> Any:
@@ -390,23 +370,45 @@ class DemoBackend:
         return plot_heatmap(chosen, "cross", settings["layer"], MEAN)
 
     def alignment_links(
-        self, record: Any, layer: Any = None, head: Any = None, shift: bool | None = None, skip_punctuation: bool = True
+        self,
+        record: Any,
+        layer: Any = None,
+        head: Any = None,
+        shift: bool | None = None,
+        skip_punctuation: bool = True,
+        language: str = DEFAULT_LANGUAGE,
     ) -> Any:
         """The aligned words as lines between the two sentences (`vaswani_inspect.plot_alignment_links`), for the
-        same choices as `alignment`; None for no record or a side without words."""
+        same choices as `alignment`, titled in `language`; None for no record or a side without words."""
         if record is None or not source_words(record) or not target_words(record):
             return None
-        settings = alignment_settings(record, _layer(layer), _heads(head), shift)
-        return plot_alignment_links(record, **settings, skip_punctuation=skip_punctuation)
+        settings = alignment_settings(
+            record, layer_choice(layer, self.decoder_layers), head_choice(head, self.decoder_heads), shift
+        )
+        figure = plot_alignment_links(record, **settings, skip_punctuation=skip_punctuation)
+        return label_figure(figure, "figure.links", settings, language)
 
-    def view(self, record: Any, view: str = "head", kind: str = "encoder") -> str:
-        """The bertviz head or model view of one attention kind, as a sandboxed iframe (a placeholder for None)."""
+    def view(self, record: Any, view: str = "head", kind: str = "encoder", language: str = DEFAULT_LANGUAGE) -> str:
+        """The bertviz head or model view of one attention kind, as a sandboxed iframe titled in `language` (a
+        placeholder for None)."""
         if record is None:
-            return PLACEHOLDER_VIEW
-        kind = kind if kind in KIND_NAMES else "encoder"
+            return self.placeholder(language)
+        kind = kind if kind in KINDS else "encoder"
+        view = "model" if view == "model" else "head"
         page = model_view_html(record, kind) if view == "model" else head_view_html(record, kind)
-        title = f"bertviz {'model' if view == 'model' else 'head'} view: {KIND_NAMES[kind]}"
+        title = message(language, "view.title", view=message(language, f"view.{view}"), kind=Named("kind", kind))
         return iframe_html(page, height=view_height(record, view, kind), title=title)
+
+    @staticmethod
+    def placeholder(language: str = DEFAULT_LANGUAGE) -> str:
+        """What the view area shows before the first translation (and when a view cannot be drawn), in
+        `language`."""
+        return placeholder_html(page_text(language, "placeholder"))
+
+    @staticmethod
+    def pair_headers(language: str = DEFAULT_LANGUAGE) -> list[str]:
+        """The column names of the aligned word pairs (rows of `alignment`), in `language`."""
+        return [message(language, key) for key in ("pairs.target", "pairs.source", "pairs.weight")]
 
     # ------------------------------------------------------------------------------------------ switching heads off
 
@@ -416,36 +418,39 @@ class DemoBackend:
         return [HEAD_LABEL.format(layer=layer, head=head) for layer in range(layers) for head in range(heads)]
 
     def heads_from_labels(self, chosen: Mapping[str, Sequence[str] | None]) -> list[Head]:
-        """``{kind: ["L0 H1", ...]}`` as heads; ValueError for an unknown kind or a head the model does not have."""
+        """``{kind: ["L0 H1", ...]}`` as heads; `Refusal` (a ValueError) for an unknown kind or a head the model
+        does not have."""
         heads = []
         for kind, labels in chosen.items():
             if kind not in self.heads:
-                raise ValueError(f"Unknown attention kind {kind!r}: choose one of {', '.join(KINDS)}.")
+                raise Refusal("ablation.kind", kind=shown(kind))
             valid = self.head_labels(kind)
             for label in labels or ():
                 if label not in valid:
-                    raise ValueError(
-                        f"The model has no {KIND_NAMES[kind].lower()} head {label!r}: from {valid[0]} to {valid[-1]}."
-                    )
+                    named = Named("kind", kind, lower=True)
+                    raise Refusal("ablation.head", kind=named, label=shown(label), first=valid[0], last=valid[-1])
                 layer, head = (int(part[1:]) for part in label.split())
                 heads.append(Head(kind, layer, head))
         return sorted(set(heads))
 
-    def ablate(self, record: Any, heads_off: Mapping[str, Sequence[str] | None]) -> AblationResult:
+    def ablate(
+        self, record: Any, heads_off: Mapping[str, Sequence[str] | None], *, language: str = DEFAULT_LANGUAGE
+    ) -> AblationResult:
         """Translate the record's source again, with the same decoding settings, with `heads_off` (``{kind: ["L0
         H1", ...]}``) switched off, keeping every attention matrix.
 
-        Never raises for bad input: the result then has `ok=False` and a `status` sentence for the user.
+        Never raises for bad input: the result then has `ok=False` and a `status` sentence for the user, in
+        `language`.
         """
         if record is None:
-            return AblationResult(status="Translate a sentence first: the heads are switched off for that sentence.")
+            return AblationResult(status=message(language, "ablation.first"))
         try:
             heads = self.heads_from_labels(heads_off)
-        except ValueError as error:
-            return AblationResult(status=str(error))
+        except Refusal as refusal:
+            return AblationResult(status=refusal.told(language))
         labels = [head.label() for head in heads]
         if not heads:
-            return AblationResult(status="Tick at least one head to switch off.")
+            return AblationResult(status=message(language, "ablation.none"))
         started = time.perf_counter()
         try:
             with self._ablation_lock:
@@ -463,12 +468,15 @@ class DemoBackend:
                     )
         except Exception as error:  # noqa: BLE001 - the user gets a sentence, the log gets the traceback
             logger.exception("The demo failed to translate %r with heads off", record.source_text)
-            return AblationResult(status=f"Something went wrong with the heads off ({type(error).__name__}).")
-        changed = "changed" if ablated.target_text != record.target_text else "is the same"
-        status = (
-            f"{len(labels)} head(s) off ({', '.join(labels)}), translated in {time.perf_counter() - started:.2f} s: "
-            f"the translation {changed}. A head that is off still computes its attention weights (the alignment "
-            "shows them if it reads that head), but they no longer reach the output."
+            return AblationResult(status=message(language, "ablation.failed", error=type(error).__name__))
+        outcome = "ablation.changed" if ablated.target_text != record.target_text else "ablation.same"
+        status = message(
+            language,
+            "ablation.status",
+            count=len(labels),
+            labels=", ".join(labels),
+            seconds=decimal(language, time.perf_counter() - started),
+            outcome=message(language, outcome),
         )
         return AblationResult(ablated.target_text, status, ablated, True, labels)
 
@@ -488,31 +496,37 @@ class DemoBackend:
         head: Any = None,
         shift: bool | None = None,
         skip_punctuation: bool = True,
+        *,
+        language: str = DEFAULT_LANGUAGE,
     ) -> tuple[AblationResult, tuple[Any, ...]]:
         """What the ablation panel shows: (result, (status, translation with all heads, its alignment lines,
         translation with the heads off, its alignment lines)); the lines follow the alignment section's layer, head,
-        shift and punctuation choices."""
-        result = self.ablate(record, {"encoder": encoder_heads, "decoder": decoder_heads, "cross": cross_heads})
+        shift and punctuation choices, the status is in `language`."""
+        chosen = {"encoder": encoder_heads, "decoder": decoder_heads, "cross": cross_heads}
+        result = self.ablate(record, chosen, language=language)
         original = record.target_text if record is not None else ""
         try:
-            original_links = self.alignment_links(record, layer, head, shift, skip_punctuation)
-            links = self.alignment_links(result.record, layer, head, shift, skip_punctuation) if result.ok else None
+            original_links = self.alignment_links(record, layer, head, shift, skip_punctuation, language)
+            links = None
+            if result.ok:
+                links = self.alignment_links(result.record, layer, head, shift, skip_punctuation, language)
         except Exception as error:  # noqa: BLE001 - a drawing problem must not hide the translations
             logger.exception("The demo could not draw the alignment with heads off")
-            status = f"{result.status} The alignment could not be drawn ({type(error).__name__})."
-            return result, (status, original, None, result.translation, None)
+            failed = message(language, "failed.alignment", error=type(error).__name__)
+            return result, (f"{result.status} {failed}", original, None, result.translation, None)
         return result, (result.status, original, original_links, result.translation, links)
 
     # ------------------------------------------------------------------------------------------------- downloads
 
     def save_record(self, record: Any) -> str | None:
-        """Write the record as JSON to a fresh file for download; returns its path (None for no record)."""
-        if record is None:
+        """Write the record as JSON to a fresh file for download (atomically, `hf_vaswani.outputs.write_text`);
+        returns its path (None for no record, or once the backend is closed)."""
+        if record is None or self.closed:
             return None
         self._prune_files()
         folder = Path(tempfile.mkdtemp(dir=self.files_dir))
         name = f"attention-{record.direction or 'record'}.json"
-        return str(record.save(folder / name))
+        return str(write_text(folder / name, record.to_json()))
 
     def _prune_files(self) -> None:
         cutoff = time.time() - FILE_TTL_SECONDS
@@ -523,32 +537,45 @@ class DemoBackend:
             except OSError:
                 pass
 
+    def close(self) -> None:
+        """Remove the folder of downloadable records (`files_dir`); the backend translates on, without downloads."""
+        self.closed = True
+        self._files.cleanup()
+
     # ------------------------------------------------------------------------------------------------ the endpoint
 
     def translate_outputs(
         self,
         text: Any,
-        direction: str,
+        direction: Any,
         num_beams: Any = None,
         max_new_tokens: Any = None,
         layer: Any = None,
         head: Any = None,
-        unit: str = "words",
-        view: str = "head",
-        kind: str = "encoder",
+        unit: Any = "words",
+        view: Any = "head",
+        kind: Any = "encoder",
+        *,
+        language: str = DEFAULT_LANGUAGE,
     ) -> tuple[TranslationResult, tuple[Any, ...]]:
         """Everything ``/translate`` returns: (result, (translation, status, figure, pairs, view HTML, JSON path,
-        record)). The heatmap and pairs use the model's shift and skip punctuation (`alignment` defaults)."""
-        result = self.translate(text, direction, num_beams, max_new_tokens)
+        record)), every sentence in `language`. Every option is checked before the model runs; the heatmap
+        and pairs use the model's shift and skip punctuation (`alignment` defaults)."""
+        try:
+            options = self.check_options(num_beams, max_new_tokens, layer, head, unit, view, kind)
+        except Refusal as refusal:
+            result = TranslationResult(status=refusal.told(language))
+        else:
+            result = self.translate(text, direction, options["num_beams"], options["max_new_tokens"], language=language)
         if not result.ok:
-            return result, ("", result.status, None, [], PLACEHOLDER_VIEW, None, None)
+            return result, ("", result.status, None, [], self.placeholder(language), None, None)
         record = result.record
         try:
-            figure, pairs = self.alignment(record, layer, head, unit)
-            page = self.view(record, view, kind)
+            figure, pairs = self.alignment(record, layer, head, options["unit"], language=language)
+            page = self.view(record, options["view"], options["kind"], language)
             path = self.save_record(record)
         except Exception as error:  # noqa: BLE001 - a drawing problem must not hide the translation
             logger.exception("The demo could not draw the attention of %r", text)
-            status = f"{result.status} The attention could not be drawn ({type(error).__name__})."
-            return result, (result.translation, status, None, [], PLACEHOLDER_VIEW, None, record)
+            status = f"{result.status} {message(language, 'failed.attention', error=type(error).__name__)}"
+            return result, (result.translation, status, None, [], self.placeholder(language), None, record)
         return result, (result.translation, result.status, figure, pairs, page, path, record)

@@ -31,6 +31,10 @@ def _port(text: str) -> int:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
+    from hf_vaswani.inference import resolve_device
+
+    resolve_device(args.device)  # a device this machine lacks is one line, before Gradio or the model loads
+
     from .app import build_app, launch_app
     from .backend import resolve_model_path
 
@@ -43,7 +47,10 @@ def _run_demo(args: argparse.Namespace) -> int:
         raise ValueError(f"Could not load the model {model!r}: {error}") from error
     if args.host not in _LOCAL_HOSTS:
         print(f"hf-vaswani demo: serving on {args.host}: anyone who can reach this machine can use the demo.")
-    launch_app(app, host=args.host, port=args.port, share=args.share)
+    try:
+        launch_app(app, host=args.host, port=args.port, share=args.share)
+    finally:  # after Ctrl-C too: Gradio's cached files and the demo's record folder go
+        app.close()
     return 0
 
 

@@ -10,13 +10,17 @@ from __future__ import annotations
 import html
 from typing import Any
 
-__all__ = ["PLACEHOLDER_VIEW", "iframe_html", "view_height"]
+__all__ = ["iframe_html", "placeholder_html", "view_height"]
 
-#: What the view area shows before the first translation (and when a view cannot be drawn).
-PLACEHOLDER_VIEW = (
-    '<div class="vaswani-placeholder" style="padding:2em;color:#666;border:1px dashed #bbb;border-radius:8px">'
-    "Translate a sentence to see its attention heads here.</div>"
-)
+
+def placeholder_html(text: Any) -> str:
+    """What the view area shows before the first translation (and when a view cannot be drawn): `text` in a dashed
+    box. `text` is one of the demo's own sentences, or the `gr.I18n` key of one (whose JSON quotes must stay as they
+    are for the browser to translate it); ``<`` and ``&`` are escaped."""
+    return (
+        '<div class="vaswani-placeholder" style="padding:2em;color:#666;border:1px dashed #bbb;border-radius:8px">'
+        f"{html.escape(str(text), quote=False)}</div>"
+    )
 
 
 def iframe_html(page: str, *, height: int, title: str) -> str:

@@ -1,7 +1,9 @@
 """The demo page: Gradio components only, top to bottom; what they do is wired in `vaswani_demo.events`.
 
-`build_layout(backend)` must be called inside a ``gr.Blocks`` context; the ``elem_id`` of each component is what the
-browser test and the page style (`settings.APP_CSS`) select.
+Every text of the page is a key of the app's `gr.I18n` object (`page_i18n`): the browser shows it in its own
+language, Spanish or English (`vaswani_demo.texts`). `build_layout(backend, i18n)` must be called inside a
+``gr.Blocks`` context; the ``elem_id`` of each component is what the browser tests and the page style
+(`settings.APP_CSS`) select.
 """
 
 from __future__ import annotations
@@ -9,24 +11,42 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import gradio as gr
+from gradio.i18n import I18nData
 
 from .backend import DemoBackend
-from .embed import PLACEHOLDER_VIEW
-from .settings import (
-    DIRECTION_CHOICES,
-    EXAMPLES,
-    KIND_CHOICES,
-    KIND_NAMES,
-    MAX_BEAMS,
-    MAX_CHARS,
-    STATE_TTL_SECONDS,
-    UNIT_CHOICES,
-    VIEW_CHOICES,
-)
+from .embed import placeholder_html
+from .settings import EXAMPLES, KINDS, MAX_CHARS, STATE_TTL_SECONDS, UNITS, VIEWS
+from .texts import LANGUAGES, choices, page_texts
 
-__all__ = ["PAGE_TITLE", "DemoLayout", "build_layout"]
+__all__ = ["DemoLayout", "build_layout", "page_i18n", "page_translations"]
 
-PAGE_TITLE = "Attention Is All You Need: translate and inspect"
+#: The controls whose choices `page_translations` names, with the values they offer.
+_CHOICE_CONTROLS = {"direction": ("es-en", "en-es"), "kind": KINDS, "view": VIEWS, "unit": UNITS}
+
+
+def page_translations(backend: DemoBackend) -> dict[str, dict[str, str]]:
+    """Every text of the page, by language and key: `vaswani_demo.texts.PAGE` filled with the model's name and
+    limits, and the labels of the controls' choices (``choice.CONTROL.VALUE``, the layer and head choices
+    included)."""
+    fields = {"model": backend.model_name, "max_chars": MAX_CHARS, "max_tokens": backend.max_tokens}
+    translations = page_texts(fields)
+    for language in LANGUAGES:
+        named = translations[language]
+        for control in _CHOICE_CONTROLS:
+            named.update({f"choice.{control}.{value}": label for label, value in choices(language, control)})
+        named.update({f"choice.layer.{value}": label for label, value in backend.layer_choices(language)})
+        named.update({f"choice.head.{value}": label for label, value in backend.head_choices(language)})
+    return translations
+
+
+def page_i18n(backend: DemoBackend) -> gr.I18n:
+    """The app's `gr.I18n`: `page_translations` for Gradio to show in the browser's language."""
+    return gr.I18n(**page_translations(backend))
+
+
+def _choices(i18n: gr.I18n, control: str, values: list[str] | tuple[str, ...]) -> list[tuple[I18nData, str]]:
+    """(translated label, value) pairs of a control, for Gradio."""
+    return [(i18n(f"choice.{control}.{value}"), value) for value in values]
 
 
 @dataclass
@@ -71,94 +91,95 @@ class DemoLayout:
     record_state: gr.State
 
 
-def build_layout(backend: DemoBackend) -> DemoLayout:
-    """Add the demo's components to the current ``gr.Blocks`` and return them."""
-    gr.Markdown(
-        f"# {PAGE_TITLE}\n"
-        "A Transformer (Vaswani et al., 2017) written from scratch as a Hugging Face transformers model, "
-        "trained on Tatoeba Spanish ↔ English sentence pairs. Translate a sentence, then look at what its "
-        f"attention heads did. Model: `{backend.model_name}`. Limits: {MAX_CHARS} characters and "
-        f"{backend.max_tokens} tokens per input."
-    )
+def build_layout(backend: DemoBackend, i18n: gr.I18n) -> DemoLayout:
+    """Add the demo's components to the current ``gr.Blocks``, their texts keys of `i18n`, and return them."""
+    gr.Markdown(i18n("intro"))
     with gr.Row(equal_height=False):
         with gr.Column(scale=1):
-            inputs = _translation_inputs(backend)
+            inputs = _translation_inputs(backend, i18n)
         with gr.Column(scale=1):
-            outputs = _translation_outputs()
+            outputs = _translation_outputs(i18n)
+    # Each label is the sentence and its direction code, the same in both languages.
     examples = gr.Examples(
         [list(example) for example in EXAMPLES],
         inputs=[inputs["text"], inputs["direction"]],
-        label="Examples (click one to translate it)",
+        label=i18n("examples.label"),
         cache_examples=False,
-        example_labels=[f"{t}  ({'es→en' if d == 'es-en' else 'en→es'})" for t, d in EXAMPLES],
+        example_labels=[f"{text}  ({direction.replace('-', '→')})" for text, direction in EXAMPLES],
     )
-    alignment = _alignment_section(backend)
-    ablation = _ablation_section(backend)
-    bertviz = _bertviz_section()
+    alignment = _alignment_section(backend, i18n)
+    ablation = _ablation_section(backend, i18n)
+    bertviz = _bertviz_section(i18n)
     record_state = gr.State(None, time_to_live=STATE_TTL_SECONDS)
     return DemoLayout(
         **inputs, examples=examples, **outputs, **alignment, **ablation, **bertviz, record_state=record_state
     )
 
 
-def _translation_inputs(backend: DemoBackend) -> dict[str, gr.components.Component]:
+def _translation_inputs(backend: DemoBackend, i18n: gr.I18n) -> dict[str, gr.components.Component]:
     text = gr.Textbox(
-        label="Text to translate",
-        placeholder="Escribe una frase… / Type a sentence…",
+        label=i18n("text.label"),
+        placeholder=i18n("text.placeholder"),
         lines=2,
         max_lines=6,
         elem_id="source-text",
     )
-    direction = gr.Radio(DIRECTION_CHOICES, value="es-en", label="Direction", elem_id="direction")
-    with gr.Accordion("Decoding options", open=False):
-        num_beams = gr.Slider(1, MAX_BEAMS, value=backend.default_beams, step=1, label="Beam size (1 = greedy)")
+    direction = gr.Radio(
+        _choices(i18n, "direction", _CHOICE_CONTROLS["direction"]),
+        value="es-en",
+        label=i18n("direction.label"),
+        elem_id="direction",
+    )
+    with gr.Accordion(i18n("decoding.label"), open=False):
+        num_beams = gr.Slider(
+            1, backend.max_beams, value=backend.default_beams, step=1, label=i18n("beams.label"), elem_id="num-beams"
+        )
         max_new_tokens = gr.Slider(
             1,
             backend.max_new_tokens_limit,
             value=backend.default_max_new_tokens,
             step=1,
-            label="Maximum length of the translation (tokens)",
+            label=i18n("new_tokens.label"),
+            elem_id="max-new-tokens",
         )
-    button = gr.Button("Translate", variant="primary", elem_id="translate-button")
+    button = gr.Button(i18n("translate.button"), variant="primary", elem_id="translate-button")
     return dict(text=text, direction=direction, num_beams=num_beams, max_new_tokens=max_new_tokens, button=button)
 
 
-def _translation_outputs() -> dict[str, gr.components.Component]:
-    translation = gr.Textbox(label="Translation", interactive=False, lines=2, buttons=["copy"], elem_id="translation")
-    status = gr.Textbox(label="Status", interactive=False, lines=2, elem_id="status")
-    record_file = gr.File(label="Attention record (JSON)", interactive=False, elem_id="record-file")
+def _translation_outputs(i18n: gr.I18n) -> dict[str, gr.components.Component]:
+    translation = gr.Textbox(
+        label=i18n("translation.label"), interactive=False, lines=2, buttons=["copy"], elem_id="translation"
+    )
+    status = gr.Textbox(label=i18n("status.label"), interactive=False, lines=2, elem_id="status")
+    record_file = gr.File(label=i18n("record.label"), interactive=False, elem_id="record-file")
     return dict(translation=translation, status=status, record_file=record_file)
 
 
-def _alignment_section(backend: DemoBackend) -> dict[str, gr.components.Component]:
-    gr.Markdown(
-        "## Cross-attention: which source words each target word looked at\n"
-        "Rows are target words (the attention that *produced* each word, or with *shift* the step where the word "
-        "is the decoder input), columns source words; red boxes and lines mark each target word's most attended "
-        "source word. The controls start at the model's own alignment configuration. Attention is not an "
-        "explanation: a head's weights show where it read from, not why the model chose its words; a head trained "
-        "to follow a statistical aligner is an aligner."
-    )
+def _alignment_section(backend: DemoBackend, i18n: gr.I18n) -> dict[str, gr.components.Component]:
+    gr.Markdown(i18n("alignment.intro"))
     defaults = backend.default_choices()
+    layers = [value for _, value in backend.layer_choices()]
+    heads = [value for _, value in backend.head_choices()]
     with gr.Row():
-        layer = gr.Dropdown(backend.layer_choices(), value=defaults["layer"], label="Decoder layer", elem_id="layer")
-        head = gr.Dropdown(backend.head_choices(), value=defaults["head"], label="Head", elem_id="head")
-        with gr.Column(min_width=200):
-            shift = gr.Checkbox(
-                defaults["shift"], label="Shift (read each word where it is the decoder input)", elem_id="shift"
-            )
-            skip_punctuation = gr.Checkbox(True, label="Skip punctuation", elem_id="skip-punctuation")
-        unit = gr.Radio(UNIT_CHOICES, value="words", label="Heatmap of", elem_id="unit")
-    with gr.Row(equal_height=False):
-        plot = gr.Plot(
-            label="Cross-attention heatmap", show_label=False, format="png", scale=1, elem_id="alignment-plot"
+        layer = gr.Dropdown(
+            _choices(i18n, "layer", layers), value=defaults["layer"], label=i18n("layer.label"), elem_id="layer"
         )
+        head = gr.Dropdown(
+            _choices(i18n, "head", heads), value=defaults["head"], label=i18n("head.label"), elem_id="head"
+        )
+        with gr.Column(min_width=200):
+            shift = gr.Checkbox(defaults["shift"], label=i18n("shift.label"), elem_id="shift")
+            skip_punctuation = gr.Checkbox(True, label=i18n("skip_punctuation.label"), elem_id="skip-punctuation")
+        unit = gr.Radio(_choices(i18n, "unit", UNITS), value="words", label=i18n("unit.label"), elem_id="unit")
+    with gr.Row(equal_height=False):
+        plot = gr.Plot(label=i18n("plot.label"), show_label=False, format="png", scale=1, elem_id="alignment-plot")
         with gr.Column(scale=1):
-            links = gr.Plot(label="Alignment lines", show_label=False, format="png", elem_id="alignment-links")
+            links = gr.Plot(label=i18n("links.label"), show_label=False, format="png", elem_id="alignment-links")
+            # Gradio's i18n does not translate column names: the page's load event sets them in its language.
             pairs = gr.Dataframe(
-                headers=["target word", "source word", "weight"],
+                headers=backend.pair_headers(),
                 datatype=["str", "str", "number"],
-                label="Aligned words",
+                label=i18n("pairs.label"),
                 interactive=False,
                 elem_id="alignment-pairs",
             )
@@ -174,36 +195,32 @@ def _alignment_section(backend: DemoBackend) -> dict[str, gr.components.Componen
     )
 
 
-def _ablation_section(backend: DemoBackend) -> dict[str, gr.components.Component]:
-    gr.Markdown(
-        "## Switch heads off: what does a head do for the translation?\n"
-        "Attention weights show where a head reads from, not what it does for the output. Tick heads (layer L, "
-        "head H, from 0) and translate the last sentence again with them switched off: their output is zeroed "
-        "before the layer's output projection (Michel et al. 2019). The translation and its alignment lines (read "
-        "with the choices above) appear next to the ones with every head on. `hf-vaswani head-importance` "
-        "measures every head this way on a test set."
-    )
+def _ablation_section(backend: DemoBackend, i18n: gr.I18n) -> dict[str, gr.components.Component]:
+    gr.Markdown(i18n("ablation.intro"))
     with gr.Row():
         groups = {
             f"ablate_{kind}": gr.CheckboxGroup(
-                backend.head_labels(kind), value=[], label=KIND_NAMES[kind], elem_id=f"ablate-{kind}"
+                backend.head_labels(kind), value=[], label=i18n(f"ablate.{kind}.label"), elem_id=f"ablate-{kind}"
             )
-            for kind in ("encoder", "decoder", "cross")
+            for kind in KINDS
         }
-    button = gr.Button("Translate with these heads off", elem_id="ablate-button")
-    status = gr.Textbox(label="Heads off", interactive=False, lines=2, elem_id="ablation-status")
+    button = gr.Button(i18n("ablate.button"), elem_id="ablate-button")
+    status = gr.Textbox(label=i18n("ablation_status.label"), interactive=False, lines=2, elem_id="ablation-status")
     with gr.Row(equal_height=False):
         with gr.Column(scale=1):
-            original = gr.Textbox(label="Translation, every head on", interactive=False, elem_id="ablation-original")
+            original = gr.Textbox(label=i18n("ablation_original.label"), interactive=False, elem_id="ablation-original")
             original_links = gr.Plot(
-                label="Alignment, every head on", show_label=False, format="png", elem_id="ablation-original-links"
+                label=i18n("ablation_original_links.label"),
+                show_label=False,
+                format="png",
+                elem_id="ablation-original-links",
             )
         with gr.Column(scale=1):
             ablated = gr.Textbox(
-                label="Translation, the ticked heads off", interactive=False, elem_id="ablation-translation"
+                label=i18n("ablation_translation.label"), interactive=False, elem_id="ablation-translation"
             )
             ablated_links = gr.Plot(
-                label="Alignment, the ticked heads off", show_label=False, format="png", elem_id="ablation-links"
+                label=i18n("ablation_links.label"), show_label=False, format="png", elem_id="ablation-links"
             )
     return dict(
         **groups,
@@ -216,15 +233,12 @@ def _ablation_section(backend: DemoBackend) -> dict[str, gr.components.Component
     )
 
 
-def _bertviz_section() -> dict[str, gr.components.Component]:
-    gr.Markdown(
-        "## Inside the heads (bertviz)\n"
-        "Head view: lines from each token to the tokens it attends to (hover a token; double-click a head "
-        "colour to show it alone). Model view: every layer × head at once (click a thumbnail to enlarge). "
-        "Decoder rows are labelled with the decoder *input* token: the row of token t predicts token t + 1."
-    )
+def _bertviz_section(i18n: gr.I18n) -> dict[str, gr.components.Component]:
+    gr.Markdown(i18n("bertviz.intro"))
     with gr.Row():
-        view = gr.Radio(VIEW_CHOICES, value="head", label="bertviz view", elem_id="view")
-        kind = gr.Radio(KIND_CHOICES, value="encoder", label="Attention", elem_id="kind")
-    views = gr.HTML(PLACEHOLDER_VIEW, label="bertviz view", js_on_load=None, elem_id="bertviz")
+        view = gr.Radio(_choices(i18n, "view", VIEWS), value="head", label=i18n("view.label"), elem_id="view")
+        kind = gr.Radio(_choices(i18n, "kind", KINDS), value="encoder", label=i18n("kind.label"), elem_id="kind")
+    views = gr.HTML(
+        placeholder_html(i18n("placeholder")), label=i18n("views.label"), js_on_load=None, elem_id="bertviz"
+    )
     return dict(view=view, kind=kind, views=views)

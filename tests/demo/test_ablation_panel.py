@@ -127,7 +127,8 @@ def test_browser_switches_heads_off(backend):
         with playwright.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
             try:
-                page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+                context = browser.new_context(viewport={"width": 1280, "height": 1000}, locale="en-US")
+                page = context.new_page()
                 page.goto(f"http://127.0.0.1:{port}/", wait_until="domcontentloaded")
                 expect = playwright.expect
                 source = page.locator("#source-text textarea")

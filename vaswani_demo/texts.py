@@ -1,0 +1,462 @@
+"""Every word the demo shows, in English and Spanish, and how a request's language is chosen.
+
+Two kinds of text:
+
+* `PAGE`: the page itself (headings, labels, buttons, explanations). `vaswani_demo.layout` gives each one to Gradio
+  as a key of a `gr.I18n` object, and the browser shows it in its own language (Spanish for ``es``, ``es-BO``, ...;
+  English otherwise). A few of them are templates filled once per app with its model's values (`page_texts`).
+* `MESSAGES`: what the backend says at run time (the status line, refusals, notes, warnings). Gradio's i18n does
+  not translate values computed on the server, so these are formatted in the language of the request
+  (`language_from_header`, read from its ``Accept-Language`` header) by `message`.
+
+`CHOICES` names the values of the radio buttons and dropdowns in both languages. Nothing is imported here, so that
+`vaswani_demo.backend` can use it without Gradio.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "CHOICES",
+    "DEFAULT_LANGUAGE",
+    "LANGUAGES",
+    "MESSAGES",
+    "PAGE",
+    "Named",
+    "Refusal",
+    "choices",
+    "decimal",
+    "fields_of",
+    "language_from_header",
+    "message",
+    "page_text",
+    "page_texts",
+]
+
+#: The languages the demo speaks; the first is the default (a browser or API client asking for neither gets it).
+LANGUAGES = ("en", "es")
+DEFAULT_LANGUAGE = "en"
+
+#: The page's texts, by language and key; `{name}` fields are filled by `page_texts`.
+PAGE: dict[str, dict[str, str]] = {
+    "en": {
+        "title": "Attention Is All You Need: translate and inspect",
+        "intro": (
+            "# Attention Is All You Need: translate and inspect\n"
+            "A Transformer (Vaswani et al., 2017) written from scratch as a Hugging Face transformers model, trained "
+            "on Tatoeba Spanish ↔ English sentence pairs. Translate a sentence, then look at what its attention "
+            "heads did. Model: `{model}`. Limits: {max_chars} characters and {max_tokens} tokens per input."
+        ),
+        "text.label": "Text to translate",
+        "text.placeholder": "Type a sentence in Spanish or English…",
+        "direction.label": "Direction",
+        "decoding.label": "Decoding options",
+        "beams.label": "Beam size (1 = greedy)",
+        "new_tokens.label": "Maximum length of the translation (tokens)",
+        "translate.button": "Translate",
+        "translation.label": "Translation",
+        "status.label": "Status",
+        "record.label": "Attention record (JSON)",
+        "examples.label": "Course examples (click one to translate it)",
+        "alignment.intro": (
+            "## Cross-attention: which source words each target word looked at\n"
+            "Rows are target words (the attention that *produced* each word, or with *shift* the step where the "
+            "word is the decoder input), columns source words; red boxes and lines mark each target word's most "
+            "attended source word. The controls start at the model's own alignment configuration. Attention is "
+            "not an explanation: a head's weights show where it read from, not why the model chose its words; a "
+            "head trained to follow a statistical aligner is an aligner."
+        ),
+        "layer.label": "Decoder layer",
+        "head.label": "Head",
+        "shift.label": "Shift (read each word where it is the decoder input)",
+        "skip_punctuation.label": "Skip punctuation",
+        "unit.label": "Heatmap of",
+        "plot.label": "Cross-attention heatmap",
+        "links.label": "Alignment lines",
+        "pairs.label": "Aligned words",
+        "ablation.intro": (
+            "## Switch heads off: what does a head do for the translation?\n"
+            "Attention weights show where a head reads from, not what it does for the output. Tick heads (layer "
+            "L, head H, from 0) and translate the last sentence again with them switched off: their output is "
+            "zeroed before the layer's output projection (Michel et al. 2019). The translation and its alignment "
+            "lines (read with the choices above) appear next to the ones with every head on. "
+            "`hf-vaswani head-importance` measures every head this way on a test set."
+        ),
+        "ablate.encoder.label": "Encoder self-attention",
+        "ablate.decoder.label": "Decoder self-attention",
+        "ablate.cross.label": "Cross-attention",
+        "ablate.button": "Translate with these heads off",
+        "ablation_status.label": "Heads off",
+        "ablation_original.label": "Translation, every head on",
+        "ablation_original_links.label": "Alignment, every head on",
+        "ablation_translation.label": "Translation, the ticked heads off",
+        "ablation_links.label": "Alignment, the ticked heads off",
+        "bertviz.intro": (
+            "## Inside the heads (bertviz)\n"
+            "Head view: lines from each token to the tokens it attends to (hover a token; double-click a head "
+            "colour to show it alone). Model view: every layer × head at once (click a thumbnail to enlarge). "
+            "Decoder rows are labelled with the decoder *input* token: the row of token t predicts token t + 1."
+        ),
+        "view.label": "bertviz view",
+        "kind.label": "Attention",
+        "views.label": "bertviz view",
+        "placeholder": "Translate a sentence to see its attention heads here.",
+    },
+    "es": {
+        "title": "Attention Is All You Need: traducir e inspeccionar",
+        "intro": (
+            "# Attention Is All You Need: traducir e inspeccionar\n"
+            "Un Transformer (Vaswani et al., 2017) escrito desde cero como modelo de Hugging Face transformers y "
+            "entrenado con pares de oraciones español ↔ inglés de Tatoeba. Traduce una oración y mira qué hicieron "
+            "sus cabezas de atención. Modelo: `{model}`. Límites: {max_chars} caracteres y {max_tokens} tokens por "
+            "entrada."
+        ),
+        "text.label": "Texto que traducir",
+        "text.placeholder": "Escribe una oración en español o en inglés…",
+        "direction.label": "Dirección",
+        "decoding.label": "Opciones de decodificación",
+        "beams.label": "Tamaño del haz (1 = búsqueda voraz)",
+        "new_tokens.label": "Longitud máxima de la traducción (tokens)",
+        "translate.button": "Traducir",
+        "translation.label": "Traducción",
+        "status.label": "Estado",
+        "record.label": "Registro de atención (JSON)",
+        "examples.label": "Ejemplos del curso (haz clic en uno para traducirlo)",
+        "alignment.intro": (
+            "## Cross-attention (atención cruzada): en qué palabras fuente se fijó cada palabra destino\n"
+            "Las filas son las palabras destino (la atención que *produjo* cada palabra o, con *desplazamiento*, "
+            "el paso en que la palabra es la entrada del decoder) y las columnas, las palabras fuente; los "
+            "recuadros y las líneas rojas marcan la palabra fuente a la que más atiende cada palabra destino. Los "
+            "controles empiezan en la configuración de alineamiento del propio modelo. La atención no es una "
+            "explicación: los pesos de una cabeza muestran de dónde leyó, no por qué el modelo eligió sus palabras; "
+            "una cabeza entrenada para imitar a un alineador estadístico es un alineador."
+        ),
+        "layer.label": "Capa del decoder",
+        "head.label": "Cabeza",
+        "shift.label": "Desplazamiento (leer cada palabra en el paso en que es la entrada del decoder)",
+        "skip_punctuation.label": "Omitir la puntuación",
+        "unit.label": "Mapa de calor por",
+        "plot.label": "Mapa de calor de la cross-attention",
+        "links.label": "Líneas de alineamiento",
+        "pairs.label": "Palabras alineadas",
+        "ablation.intro": (
+            "## Apagar cabezas: ¿qué aporta una cabeza a la traducción?\n"
+            "Los pesos de atención muestran de dónde lee una cabeza, no qué aporta a la salida. Marca cabezas "
+            "(capa L, cabeza H, desde 0) y vuelve a traducir la última oración con ellas apagadas: su salida se "
+            "pone a cero antes de la proyección de salida de la capa (Michel et al. 2019). La traducción y sus "
+            "líneas de alineamiento (leídas con las opciones de arriba) aparecen junto a las que se obtienen con "
+            "todas las cabezas encendidas. `hf-vaswani head-importance` mide así cada cabeza en un conjunto de "
+            "prueba."
+        ),
+        "ablate.encoder.label": "Self-attention del encoder",
+        "ablate.decoder.label": "Self-attention del decoder",
+        "ablate.cross.label": "Cross-attention",
+        "ablate.button": "Traducir con estas cabezas apagadas",
+        "ablation_status.label": "Cabezas apagadas",
+        "ablation_original.label": "Traducción con todas las cabezas encendidas",
+        "ablation_original_links.label": "Alineamiento con todas las cabezas encendidas",
+        "ablation_translation.label": "Traducción con las cabezas marcadas apagadas",
+        "ablation_links.label": "Alineamiento con las cabezas marcadas apagadas",
+        "bertviz.intro": (
+            "## Dentro de las cabezas (bertviz)\n"
+            "Vista de cabezas: líneas de cada token a los tokens a los que atiende (pasa el cursor sobre un token; "
+            "haz doble clic en el color de una cabeza para verla sola). Vista del modelo: todas las capas × cabezas "
+            "a la vez (haz clic en una miniatura para ampliarla). Las filas del decoder llevan el token de "
+            "*entrada* del decoder: la fila del token t predice el token t + 1."
+        ),
+        "view.label": "Vista de bertviz",
+        "kind.label": "Atención",
+        "views.label": "Vista de bertviz",
+        "placeholder": "Traduce una oración para ver aquí sus cabezas de atención.",
+    },
+}
+
+#: The labels of the controls' values, by language, control and value.
+CHOICES: dict[str, dict[str, dict[str, str]]] = {
+    "en": {
+        "direction": {"es-en": "Spanish → English", "en-es": "English → Spanish"},
+        "kind": {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"},
+        "view": {"head": "Head view", "model": "Model view"},
+        "unit": {"words": "Words, alignment links boxed", "tokens": "Subword tokens"},
+        "language": {"es": "Spanish", "en": "English"},
+    },
+    "es": {
+        "direction": {"es-en": "Español → inglés", "en-es": "Inglés → español"},
+        "kind": {
+            "encoder": "Self-attention del encoder",
+            "decoder": "Self-attention del decoder",
+            "cross": "Cross-attention",
+        },
+        "view": {"head": "Vista de cabezas", "model": "Vista del modelo"},
+        "unit": {"words": "Palabras, con los enlaces de alineamiento recuadrados", "tokens": "Tokens de subpalabra"},
+        "language": {"es": "español", "en": "inglés"},
+    },
+}
+
+#: What the backend says at run time, by language and key; `{name}` fields are filled by `message`.
+MESSAGES: dict[str, dict[str, str]] = {
+    "en": {
+        # choices of the layer and head controls
+        "layer.mean": "average of all layers",
+        "layer.one": "layer {layer}",
+        "head.mean": "average of all heads",
+        "head.one": "head {head}",
+        "head.several": "heads {heads}",
+        # the figures' titles and axes
+        "figure.alignment": "cross-attention alignment, {settings}",
+        "figure.tokens": "cross-attention, {settings}",
+        "figure.links": "aligned words, {settings}",
+        "figure.source_words": "source words",
+        "figure.target_words": "target words",
+        "figure.keys": "keys (source)",
+        "figure.queries": "queries (decoder input)",
+        "figure.layers.mean": "mean of layers",
+        "figure.layer": "layer {layer}",
+        "figure.heads.all": "all heads",
+        "figure.head": "head {head}",
+        "figure.heads": "heads {heads}",
+        "figure.shifted": "shifted",
+        # the aligned-words table
+        "pairs.target": "target word",
+        "pairs.source": "source word",
+        "pairs.weight": "weight",
+        # refused input
+        "direction": "Choose a translation direction: Spanish → English (es-en) or English → Spanish (en-es).",
+        "text.type": "The text must be a string, got {kind}.",
+        "text.empty": "The text box is empty: type a sentence to translate.",
+        "text.blank": "The text is only blank space: type a sentence to translate.",
+        "text.chars": (
+            "The text is {count} characters long; this demo translates at most {limit} characters (a sentence or "
+            "two). Please shorten it."
+        ),
+        "text.tokens": (
+            "The text is {count} tokens long, but the model reads at most {limit} tokens (language token and end of "
+            "sentence included). Please shorten it."
+        ),
+        "text.unknown": (
+            "The model does not know any of these characters ({shown}), and they make up most of the text: it would "
+            "read them as <unk> (unknown), so there is next to nothing to translate. Type words in Spanish or "
+            "English."
+        ),
+        "option.beams": "The beam size must be a whole number from {low} to {high}, got {value}.",
+        "option.new_tokens": "The maximum length must be a whole number from {low} to {high}, got {value}.",
+        "option.layer": 'The decoder layer must be "mean" or a whole number from 0 to {high}, got {value}.',
+        "option.head": (
+            'The head must be "mean", a head from 0 to {high} or several heads separated by commas ("1,3"), '
+            "got {value}."
+        ),
+        "option.unit": 'The heatmap unit must be "words" or "tokens", got {value}.',
+        "option.view": 'The bertviz view must be "head" or "model", got {value}.',
+        "option.kind": 'The attention kind must be "encoder", "decoder" or "cross", got {value}.',
+        "failed.extract": "This text cannot be translated: {error}",
+        "failed.model": (
+            "Something went wrong while translating ({error}); the server log has the details. Try another sentence."
+        ),
+        # the status line and its notes
+        "status": (
+            "Translated {source} → {target} in {seconds} s (beam size {beams}; {source_tokens} source tokens, "
+            "{output_tokens} output tokens)."
+        ),
+        "note.unknown.one": "The model has never seen {shown}: it read it as <unk>.",
+        "note.unknown.many": "The model has never seen {shown}: it read them as <unk>.",
+        "note.empty": "The model produced an empty translation.",
+        "note.cut": "The translation stopped at the maximum length ({limit} tokens).",
+        # drawing
+        "failed.attention": "The attention could not be drawn ({error}).",
+        "failed.alignment": "The alignment could not be drawn ({error}).",
+        "failed.links": "The alignment lines could not be drawn ({error}).",
+        "failed.view": "The view could not be drawn ({error}).",
+        "view.title": "bertviz {view}: {kind}",
+        "view.head": "head view",
+        "view.model": "model view",
+        # switching heads off
+        "ablation.first": "Translate a sentence first: the heads are switched off for that sentence.",
+        "ablation.none": "Tick at least one head to switch off.",
+        "ablation.kind": 'Unknown attention kind {kind}: choose "encoder", "decoder" or "cross".',
+        "ablation.head": "The model has no {kind} head {label}: from {first} to {last}.",
+        "ablation.failed": "Something went wrong with the heads off ({error}).",
+        "ablation.status": (
+            "{count} head(s) off ({labels}), translated in {seconds} s: the translation {outcome}. A head that is "
+            "off still computes its attention weights (the alignment shows them if it reads that head), but they no "
+            "longer reach the output."
+        ),
+        "ablation.changed": "changed",
+        "ablation.same": "is the same",
+    },
+    "es": {
+        "layer.mean": "promedio de todas las capas",
+        "layer.one": "capa {layer}",
+        "head.mean": "promedio de todas las cabezas",
+        "head.one": "cabeza {head}",
+        "head.several": "cabezas {heads}",
+        "figure.alignment": "alineamiento de la cross-attention, {settings}",
+        "figure.tokens": "cross-attention, {settings}",
+        "figure.links": "palabras alineadas, {settings}",
+        "figure.source_words": "palabras fuente",
+        "figure.target_words": "palabras destino",
+        "figure.keys": "keys (fuente)",
+        "figure.queries": "queries (entrada del decoder)",
+        "figure.layers.mean": "promedio de las capas",
+        "figure.layer": "capa {layer}",
+        "figure.heads.all": "todas las cabezas",
+        "figure.head": "cabeza {head}",
+        "figure.heads": "cabezas {heads}",
+        "figure.shifted": "desplazado",
+        "pairs.target": "palabra destino",
+        "pairs.source": "palabra fuente",
+        "pairs.weight": "peso",
+        "direction": "Elige una dirección de traducción: español → inglés (es-en) o inglés → español (en-es).",
+        "text.type": "El texto debe ser una cadena de caracteres; se recibió {kind}.",
+        "text.empty": "El cuadro de texto está vacío: escribe una oración para traducirla.",
+        "text.blank": "El texto solo tiene espacios en blanco: escribe una oración para traducirla.",
+        "text.chars": (
+            "El texto tiene {count} caracteres; esta demo traduce como máximo {limit} caracteres (una o dos "
+            "oraciones). Acórtalo, por favor."
+        ),
+        "text.tokens": (
+            "El texto tiene {count} tokens, pero el modelo lee como máximo {limit} tokens (contando el token de "
+            "idioma y el de fin de oración). Acórtalo, por favor."
+        ),
+        "text.unknown": (
+            "El modelo no conoce ninguno de estos caracteres ({shown}), y son la mayor parte del texto: los leería "
+            "como <unk> (desconocido), así que no queda casi nada que traducir. Escribe palabras en español o en "
+            "inglés."
+        ),
+        "option.beams": "El tamaño del haz debe ser un número entero entre {low} y {high}; se recibió {value}.",
+        "option.new_tokens": "La longitud máxima debe ser un número entero entre {low} y {high}; se recibió {value}.",
+        "option.layer": 'La capa del decoder debe ser "mean" (el promedio) o un número entero entre 0 y {high}; se '
+        "recibió {value}.",
+        "option.head": (
+            'La cabeza debe ser "mean" (el promedio), una cabeza entre 0 y {high} o varias separadas por comas '
+            '("1,3"); se recibió {value}.'
+        ),
+        "option.unit": 'La unidad del mapa de calor debe ser "words" (palabras) o "tokens"; se recibió {value}.',
+        "option.view": 'La vista de bertviz debe ser "head" (cabezas) o "model" (modelo); se recibió {value}.',
+        "option.kind": 'El tipo de atención debe ser "encoder", "decoder" o "cross"; se recibió {value}.',
+        "failed.extract": "Este texto no se puede traducir: {error}",
+        "failed.model": (
+            "Algo salió mal al traducir ({error}); el registro del servidor tiene los detalles. Prueba con otra "
+            "oración."
+        ),
+        "status": (
+            "Traducido del {source} al {target} en {seconds} s (tamaño del haz {beams}; {source_tokens} tokens de "
+            "entrada, {output_tokens} tokens de salida)."
+        ),
+        "note.unknown.one": "El modelo nunca ha visto {shown}: lo leyó como <unk>.",
+        "note.unknown.many": "El modelo nunca ha visto {shown}: los leyó como <unk>.",
+        "note.empty": "El modelo produjo una traducción vacía.",
+        "note.cut": "La traducción se detuvo en la longitud máxima ({limit} tokens).",
+        "failed.attention": "No se pudo dibujar la atención ({error}).",
+        "failed.alignment": "No se pudo dibujar el alineamiento ({error}).",
+        "failed.links": "No se pudieron dibujar las líneas de alineamiento ({error}).",
+        "failed.view": "No se pudo dibujar la vista ({error}).",
+        "view.title": "bertviz, {view}: {kind}",
+        "view.head": "vista de cabezas",
+        "view.model": "vista del modelo",
+        "ablation.first": "Primero traduce una oración: las cabezas se apagan para esa oración.",
+        "ablation.none": "Marca al menos una cabeza que quieras apagar.",
+        "ablation.kind": 'Tipo de atención desconocido {kind}: elige "encoder", "decoder" o "cross".',
+        "ablation.head": "El modelo no tiene la cabeza {label} de {kind}: las cabezas van de {first} a {last}.",
+        "ablation.failed": "Algo salió mal con las cabezas apagadas ({error}).",
+        "ablation.status": (
+            "{count} cabeza(s) apagada(s) ({labels}), traducido en {seconds} s: la traducción {outcome}. Una cabeza "
+            "apagada sigue calculando sus pesos de atención (el alineamiento los muestra si lee esa cabeza), pero "
+            "ya no llegan a la salida."
+        ),
+        "ablation.changed": "cambió",
+        "ablation.same": "es la misma",
+    },
+}
+
+
+class Named:
+    """A control's value as a field of a message: it is written with its label in the message's language
+    (`CHOICES`), with a lower-case first letter for `lower` (inside a sentence)."""
+
+    def __init__(self, control: str, value: str, *, lower: bool = False) -> None:
+        self.control, self.value, self.lower = control, value, lower
+
+    def told(self, language: str) -> str:
+        label = CHOICES[_supported(language)][self.control][self.value]
+        return label[:1].lower() + label[1:] if self.lower else label
+
+
+class Refusal(ValueError):
+    """Bad input, as a message key and its fields, so that it can be told in the language of the request
+    (`message`); ``str(error)`` is the English message."""
+
+    def __init__(self, key: str, **fields: Any) -> None:
+        self.key = key
+        self.fields = fields
+        super().__init__(message(DEFAULT_LANGUAGE, key, **fields))
+
+    def told(self, language: str) -> str:
+        """The message in `language`."""
+        return message(language, self.key, **self.fields)
+
+
+def _supported(language: Any) -> str:
+    return language if language in LANGUAGES else DEFAULT_LANGUAGE
+
+
+def message(language: str, key: str, **fields: Any) -> str:
+    """The run-time message `key` in `language` (English for a language the demo does not speak), its fields
+    filled in (a `Named` field with its label in that language)."""
+    told = {name: value.told(language) if isinstance(value, Named) else value for name, value in fields.items()}
+    return MESSAGES[_supported(language)][key].format(**told)
+
+
+def page_text(language: str, key: str) -> str:
+    """A text of the page (`PAGE`) in `language`, for the server to send itself (the view area's placeholder)."""
+    return PAGE[_supported(language)][key]
+
+
+def choices(language: str, control: str) -> list[tuple[str, str]]:
+    """(label, value) pairs of a control ("direction", "kind", "view", "unit") in `language`."""
+    return [(label, value) for value, label in CHOICES[_supported(language)][control].items()]
+
+
+def decimal(language: str, number: float, places: int = 2) -> str:
+    """`number` with `places` decimals, written as `language` writes it (a decimal comma in Spanish)."""
+    text = f"{number:.{places}f}"
+    return text.replace(".", ",") if _supported(language) == "es" else text
+
+
+def page_texts(fields: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """`PAGE` with its `{name}` fields filled from `fields` (model name, limits), by language."""
+    return {language: {key: text.format(**fields) for key, text in texts.items()} for language, texts in PAGE.items()}
+
+
+_TAG = re.compile(r"^\s*([A-Za-z]{1,8})(?:-[A-Za-z0-9]{1,8})*\s*$")
+
+
+def language_from_header(accept_language: str | None) -> str:
+    """The language to answer in for an HTTP ``Accept-Language`` header (``"es-ES,es;q=0.9,en;q=0.8"``): the
+    supported language the client prefers most (the highest ``q``, the first listed among equals), else English."""
+    ranked: list[tuple[float, int, str]] = []
+    for position, item in enumerate((accept_language or "").split(",")):
+        tag, _, parameters = item.partition(";")
+        found = _TAG.match(tag)
+        if not found:
+            continue
+        weight = 1.0
+        for parameter in parameters.split(";"):
+            name, _, value = parameter.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    weight = float(value)
+                except ValueError:
+                    weight = 0.0
+        language = found.group(1).lower()
+        if language in LANGUAGES and weight > 0:
+            ranked.append((-weight, position, language))
+    return min(ranked)[2] if ranked else DEFAULT_LANGUAGE
+
+
+def fields_of(template: str) -> set[str]:
+    """The `{name}` fields of a template (for the tests that check both languages fill the same ones)."""
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
