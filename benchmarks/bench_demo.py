@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if model is None:
             shipped = None if args.tiny else shipped_checkpoint()
             model = shipped or str(write_tiny_model(Path(tempfile.mkdtemp(prefix="bench-demo-")) / "tiny"))
-        app = build_app(model, concurrency_limit=args.concurrency_limit)
+        app = build_app(model, concurrency_limit=args.concurrency_limit, translation_backend=args.backend)
         backend = app.demo_backend
         n_params = sum(p.numel() for p in backend.model.parameters())
         model_desc = {
@@ -125,6 +125,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "default_num_beams": backend.default_beams,
             "default_max_new_tokens": backend.default_max_new_tokens,
             "concurrency_limit": args.concurrency_limit,
+            "translation_backend": "ctranslate2" if backend.translator is not None else "torch",
         }
         port = _free_port()
         launch_app(app, host="127.0.0.1", port=port, prevent_thread_lock=True, quiet=True)
@@ -211,6 +212,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-beams", type=int, default=None, help="beam size (default: the model's)")
     parser.add_argument("--max-new-tokens", type=int, default=None, help="longest translation (default: the model's)")
     parser.add_argument("--concurrency-limit", type=int, default=2, help="the app's concurrency limit (default: 2)")
+    parser.add_argument(
+        "--backend",
+        choices=("auto", "ctranslate2", "torch"),
+        default="auto",
+        help="what chooses the translation in the app (default: auto, CTranslate2 when installed)",
+    )
     parser.add_argument(
         "--out", type=Path, default=ROOT / "test-artifacts" / "bench_demo.json", help="JSON output path"
     )

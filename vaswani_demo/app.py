@@ -84,6 +84,7 @@ def build_app(
     device: str | None = None,
     concurrency_limit: int = DEFAULT_CONCURRENCY_LIMIT,
     max_queue: int = DEFAULT_MAX_QUEUE,
+    translation_backend: str = "auto",
 ) -> DemoBlocks:
     """Load the model and build the Gradio app (queue configured); `app.demo_backend` is the `DemoBackend`.
 
@@ -94,6 +95,9 @@ def build_app(
         device: torch device for the model (default: cuda if available, else cpu).
         concurrency_limit: translations run at the same time (`default_concurrency_limit` of the queue).
         max_queue: requests that may wait (`max_size` of the queue).
+        translation_backend: what chooses the translation (`hf_vaswani.backends.resolve_backend`: "auto" is
+            CTranslate2 on the CPU when the [fast] extra is installed, else "torch"); attention always comes from
+            the PyTorch model.
 
     Raises:
         FileNotFoundError: the model folder does not exist, or no model was named and the shipped checkpoint is
@@ -102,7 +106,7 @@ def build_app(
     """
     owned = None
     if backend is None:
-        backend = owned = DemoBackend.load(model_path, device=device)
+        backend = owned = DemoBackend.load(model_path, device=device, backend=translation_backend)
     i18n = page_i18n(backend)
     with DemoBlocks(
         i18n=i18n,

@@ -133,9 +133,12 @@ class DemoBackend:
         files_dir: where the attention records offered for download are written (removed by `close`).
     """
 
-    def __init__(self, model: Any, tokenizer: Any, model_name: str = "") -> None:
+    def __init__(self, model: Any, tokenizer: Any, model_name: str = "", translator: Any = None) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
+        # A CTranslate2 translator (hf_vaswani.backends) chooses the output when given; the attention always comes
+        # from one teacher-forced pass of the PyTorch model over that output.
+        self.translator = translator
         self.model_name = model_name or str(getattr(model.config, "_name_or_path", "") or type(model).__name__)
         config = model.config
         source_limits = [int(getattr(config, "max_position_embeddings", 0) or 0)]
@@ -169,17 +172,26 @@ class DemoBackend:
         self.closed = False
 
     @classmethod
-    def load(cls, model_path: str | os.PathLike[str] | None = None, *, device: str | None = None) -> DemoBackend:
-        """Load a model folder or Hub id (see `resolve_model_path`) on `device` (default: cuda if available).
+    def load(
+        cls, model_path: str | os.PathLike[str] | None = None, *, device: str | None = None, backend: str = "auto"
+    ) -> DemoBackend:
+        """Load a model folder or Hub id (see `resolve_model_path`) on `device` (default: cuda if available), with
+        the translating `backend` of `hf_vaswani.backends.resolve_backend` (auto: CTranslate2 on the CPU when the
+        [fast] extra is installed).
 
         Raises:
             FileNotFoundError: when the folder does not exist (the message says how to pass one).
         """
+        from hf_vaswani.backends import load_ctranslate2, resolve_backend
+
         name = resolve_model_path(model_path)
         model, tokenizer = load_translator(name, device=device)
+        translator = None
+        if resolve_backend(backend, device) == "ctranslate2":
+            translator = load_ctranslate2(name, device=device)
         # A local folder is shown (and stored in the records) by its name only: no server paths in the page.
         shown = Path(name).expanduser().name if Path(name).expanduser().is_dir() else name
-        return cls(model, tokenizer, model_name=shown)
+        return cls(model, tokenizer, model_name=shown, translator=translator)
 
     # ------------------------------------------------------------------------------------------------ input checks
 
@@ -246,14 +258,7 @@ class DemoBackend:
         try:
             with self._lock:
                 self.model_runs += 1
-            record = extract(
-                self.model,
-                self.tokenizer,
-                text,
-                direction=direction,
-                generate_kwargs=generate_kwargs,
-                model_name=self.model_name,
-            )
+            record = self._extract(text, direction, generate_kwargs)
         except ValueError as error:  # e.g. a limit extract() checks itself
             return TranslationResult(status=message(language, "failed.extract", error=error))
         except Exception as error:  # noqa: BLE001 - the user gets a sentence, the log gets the traceback
@@ -262,6 +267,24 @@ class DemoBackend:
         seconds = time.perf_counter() - started
         status = self._status(record, direction, beams, new_tokens, seconds, notes, language)
         return TranslationResult(record.target_text, status, record, True, notes)
+
+    def _extract(self, text: str, direction: str, generate_kwargs: dict[str, Any]) -> Any:
+        """The attention record of `text` translated in `direction`: `generate` chooses the output, or CTranslate2
+        does and one teacher-forced pass records the attention over its choice."""
+        if self.translator is None:
+            return extract(
+                self.model,
+                self.tokenizer,
+                text,
+                direction=direction,
+                generate_kwargs=generate_kwargs,
+                model_name=self.model_name,
+            )
+        ids = self.translator.translate_ids([text], direction, **generate_kwargs)[0]
+        output = self.tokenizer.decode(ids, skip_special_tokens=True).strip()
+        record = extract(self.model, self.tokenizer, text, output, direction=direction, model_name=self.model_name)
+        record.generate_kwargs = {**generate_kwargs, "backend": "ctranslate2"}
+        return record
 
     def _status(
         self,

@@ -40,7 +40,13 @@ def _run_demo(args: argparse.Namespace) -> int:
 
     model = resolve_model_path(args.model)
     try:
-        app = build_app(model, device=args.device, concurrency_limit=args.concurrency_limit, max_queue=args.max_queue)
+        app = build_app(
+            model,
+            device=args.device,
+            concurrency_limit=args.concurrency_limit,
+            max_queue=args.max_queue,
+            translation_backend=args.backend,
+        )
     except FileNotFoundError:
         raise
     except OSError as error:  # e.g. a Hub id that is neither cached nor reachable (HF_HUB_OFFLINE=1)
@@ -70,6 +76,14 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--port", type=_port, default=None, help="port (default: the first free one from 7860)")
     parser.add_argument("--share", action="store_true", help="also open a public gradio.live link (off by default)")
     parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
+    parser.add_argument(
+        "--backend",
+        choices=("auto", "ctranslate2", "torch"),
+        default="auto",
+        help="what chooses the translation: ctranslate2 (the model exported once, cached next to it; several times "
+        "faster on CPUs), torch (generate()), or auto (default: ctranslate2 on the CPU when the [fast] extra is "
+        "installed); the attention always comes from the PyTorch model",
+    )
     parser.add_argument(
         "--concurrency-limit",
         type=positive_int,

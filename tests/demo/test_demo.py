@@ -508,3 +508,28 @@ def test_browser_translate_and_inspect(served):
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_ctranslate2_chooses_the_output_and_pytorch_records_its_attention(model_path: str):
+    """With the [fast] extra, the demo translates with CTranslate2 (float32 here: PyTorch's tokens) and takes the
+    attention from one teacher-forced PyTorch pass over that output."""
+    pytest.importorskip("ctranslate2")
+    from hf_vaswani.backends import load_ctranslate2
+
+    torch_backend = DemoBackend.load(model_path, backend="torch")
+    fast = DemoBackend(
+        torch_backend.model,
+        torch_backend.tokenizer,
+        translator=load_ctranslate2(model_path, quantization="float32"),
+    )
+    try:
+        assert torch_backend.translator is None and fast.translator is not None
+        for text in ("el gato negro", "El gato se comió el ratón."):
+            expected = torch_backend.translate(text, "es-en", num_beams=2)
+            result = fast.translate(text, "es-en", num_beams=2)
+            assert result.ok and result.translation == expected.translation
+            assert result.record.generate_kwargs["backend"] == "ctranslate2"
+            assert result.record.target_ids == expected.record.target_ids
+    finally:
+        fast.close()
+        torch_backend.close()

@@ -146,3 +146,12 @@ def test_generate_with_max_or_min_new_tokens_warns_nothing(shipped_float32, capl
         model.generate(**batch, num_beams=1, max_new_tokens=5)
     messages = [str(w.message) for w in caught] + [r.getMessage() for r in caplog.records]
     assert not [m for m in messages if "max_length" in m or "min_length" in m or "new_tokens" in m], messages
+
+
+@needs_checkpoint
+def test_an_unknown_language_token_in_the_text_is_refused_by_the_commands(capsys):
+    from hf_vaswani.cli import main
+
+    assert main(["translate", "--backend", "torch", ">>fr<< Bonjour."]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "unknown language token, '>>fr<<'" in error

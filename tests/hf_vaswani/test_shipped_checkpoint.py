@@ -112,3 +112,35 @@ def test_weights_edited_in_place_change_the_next_translation():
         if isinstance(module, torch.nn.Linear):
             module.weight.data.zero_()
     assert translate(shipped, ["El gato se comió el ratón."], "en") != ["The cat ate the mouse."]
+
+
+def test_model_card_snippet_runs_as_written_without_our_package(tmp_path):
+    """The card's Python block, verbatim, in a process that cannot import hf_vaswani, with the checkpoint in an
+    offline Hugging Face cache under the card's model id: it must finish (no prompt for remote code) and translate."""
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.helpers import REFUSE_OUR_PACKAGES
+
+    card = (CHECKPOINT / "README.md").read_text(encoding="utf-8")
+    snippet = re.search(r"```python\n(.*?)```", card, flags=re.S).group(1)
+    model_id = re.search(r'from_pretrained\("([^"]+)"', snippet).group(1)
+    repo = tmp_path / "hf_home" / "hub" / f"models--{model_id.replace('/', '--')}"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    shutil.copytree(CHECKPOINT, repo / "snapshots" / commit, ignore=shutil.ignore_patterns("ctranslate2-*"))
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf_home")}
+    result = subprocess.run(
+        [sys.executable, "-c", REFUSE_OUR_PACKAGES + snippet],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,  # a prompt for remote code would read EOF and fail, not hang
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "cat" in result.stdout and "translation_text" in result.stdout
