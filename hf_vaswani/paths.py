@@ -41,5 +41,3 @@ def looks_like_local_path(name: str) -> bool:
     that starts with ``.`` or ``~``, one with no or several ``/``, or one that exists."""
     return os.path.isabs(name) or name.startswith((".", "~")) or name.count("/") != 1 or os.path.exists(name)
 
-
-DEFAULT_MODEL_PATH = _CHECKOUT / DEFAULT_MODEL  # transitional: callers move to default_model_path()
