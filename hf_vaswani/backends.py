@@ -58,7 +58,6 @@ EXPORT_VERSION = 1
 GENERATE_DEFAULTS = {"max_length": 20, "min_length": 0, "num_beams": 1, "length_penalty": 1.0}
 
 
-
 def ctranslate2_available() -> bool:
     """Whether the ``[fast]`` extra (the ``ctranslate2`` package) is installed."""
     import importlib.util

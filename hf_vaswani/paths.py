@@ -40,4 +40,3 @@ def looks_like_local_path(name: str) -> bool:
     """Whether a ``--model`` value names a local folder rather than a Hub id (``org/name``): an absolute path, one
     that starts with ``.`` or ``~``, one with no or several ``/``, or one that exists."""
     return os.path.isabs(name) or name.startswith((".", "~")) or name.count("/") != 1 or os.path.exists(name)
-
