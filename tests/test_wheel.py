@@ -78,7 +78,7 @@ def test_without_a_model_the_commands_say_where_one_comes_from(core_install, tmp
 
 @pytest.mark.parametrize(("command", "extra"), [("inspect", "inspect"), ("evaluate", "train"), ("demo", "demo")])
 def test_a_command_without_its_extra_names_the_extra(core_install, tmp_path, command, extra):
-    arguments = {"inspect": ["el gato"], "evaluate": ["pairs.tsv"], "demo": []}[command]
+    arguments = {"inspect": ["el gato", "--out", "report"], "evaluate": ["pairs.tsv"], "demo": []}[command]
     (tmp_path / "pairs.tsv").write_text("The cat.\tEl gato.\n", encoding="utf-8")
     result = run([str(core_install / "hf-vaswani"), command, *arguments, "--model", str(CHECKPOINT)], tmp_path)
     assert result.returncode == 2, result.stderr[-3000:]

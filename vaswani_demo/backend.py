@@ -24,6 +24,7 @@ import shutil
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,7 +32,7 @@ from typing import Any
 
 from hf_vaswani import paths
 from hf_vaswani.commands import MAX_NUM_BEAMS
-from hf_vaswani.inference import generation_limits, load_translator
+from hf_vaswani.inference import UnknownCharactersWarning, generation_limits, load_translator
 from hf_vaswani.outputs import write_text
 from vaswani_inspect import (
     DEFAULT_ALIGNMENT,
@@ -280,7 +281,10 @@ class DemoBackend:
                 generate_kwargs=generate_kwargs,
                 model_name=self.model_name,
             )
-        ids = self.translator.translate_ids([text], direction, **generate_kwargs)[0]
+        with warnings.catch_warnings():
+            # The status line already names the unknown characters (checks.text_notes), in the page's language.
+            warnings.simplefilter("ignore", UnknownCharactersWarning)
+            ids = self.translator.translate_ids([text], direction, **generate_kwargs)[0]
         output = self.tokenizer.decode(ids, skip_special_tokens=True).strip()
         record = extract(self.model, self.tokenizer, text, output, direction=direction, model_name=self.model_name)
         record.generate_kwargs = {**generate_kwargs, "backend": "ctranslate2"}
@@ -480,19 +484,20 @@ class DemoBackend:
                 with self._lock:
                     self.model_runs += 1
                 model = self._ablation_copy()
+                settings, reference = self._pytorch_reference(model, record)
                 with ablate_heads(model, heads):
                     ablated = extract(
                         model,
                         self.tokenizer,
                         record.source_text,
                         direction=record.direction,
-                        generate_kwargs=record.generate_kwargs,
+                        generate_kwargs=settings,
                         model_name=self.model_name,
                     )
         except Exception as error:  # noqa: BLE001 - the user gets a sentence, the log gets the traceback
             logger.exception("The demo failed to translate %r with heads off", record.source_text)
             return AblationResult(status=message(language, "ablation.failed", error=type(error).__name__))
-        outcome = "ablation.changed" if ablated.target_text != record.target_text else "ablation.same"
+        outcome = "ablation.changed" if ablated.target_text != reference else "ablation.same"
         status = message(
             language,
             "ablation.status",
@@ -501,7 +506,28 @@ class DemoBackend:
             seconds=decimal(language, time.perf_counter() - started),
             outcome=message(language, outcome),
         )
+        if reference != record.target_text:
+            status += " " + message(language, "ablation.reference", reference=reference)
         return AblationResult(ablated.target_text, status, ablated, True, labels)
+
+    def _pytorch_reference(self, model: Any, record: Any) -> tuple[dict[str, Any], str]:
+        """(the record's decoding settings for `generate`, the PyTorch model's translation with every head on).
+
+        Heads can only be switched off in the PyTorch model, so a translation that CTranslate2 chose (int8 by
+        default) is first translated again in PyTorch: a difference must come from the heads, not the backend.
+        """
+        settings = {key: value for key, value in record.generate_kwargs.items() if key != "backend"}
+        if record.generate_kwargs.get("backend") != "ctranslate2":
+            return settings, record.target_text
+        reference = extract(
+            model,
+            self.tokenizer,
+            record.source_text,
+            direction=record.direction,
+            generate_kwargs=settings,
+            model_name=self.model_name,
+        )
+        return settings, reference.target_text
 
     def _ablation_copy(self) -> Any:
         """The copy of the model that ablated runs switch heads off in (made on first use)."""

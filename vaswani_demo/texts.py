@@ -286,6 +286,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         ),
         "ablation.changed": "changed",
         "ablation.same": "is the same",
+        "ablation.reference": (
+            "Heads are switched off in the PyTorch model, which with every head on translates this as “{reference}” "
+            "(CTranslate2 chose the translation above): the comparison is with PyTorch's."
+        ),
     },
     "es": {
         "layer.mean": "promedio de todas las capas",
@@ -369,6 +373,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         ),
         "ablation.changed": "cambió",
         "ablation.same": "es la misma",
+        "ablation.reference": (
+            "Las cabezas se apagan en el modelo de PyTorch, que con todas las cabezas traduce esto como “{reference}” "
+            "(la traducción de arriba la eligió CTranslate2): la comparación es con la de PyTorch."
+        ),
     },
 }
 

@@ -5,6 +5,7 @@ exists, else a tiny random one)."""
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -70,7 +71,9 @@ def test_every_cross_head_off_changes_the_translation(backend):
     assert result.ok and backend.model_runs == runs + 1
     assert result.heads_off == [f"cross {label}" for label in _all(backend, "cross")]
     assert not result.record.allclose(record)  # what reaches the output changed
-    assert result.record.generate_kwargs == record.generate_kwargs and result.record.source_text == "el gato negro"
+    # The same decoding settings, in PyTorch whichever backend chose the translation.
+    settings = {key: value for key, value in record.generate_kwargs.items() if key != "backend"}
+    assert result.record.generate_kwargs == settings and result.record.source_text == "el gato negro"
     status, original, original_links, ablated, links = outputs
     assert original == record.target_text and ablated == result.translation
     assert original_links is not None and links is not None
@@ -78,10 +81,29 @@ def test_every_cross_head_off_changes_the_translation(backend):
     # The same as switching the heads off in the served model itself.
     with ablate_heads(backend.model, {"cross": {layer: "all" for layer in range(backend.heads["cross"][0])}}):
         expected = extract(
-            backend.model, backend.tokenizer, "el gato negro", direction="es-en", generate_kwargs=record.generate_kwargs
+            backend.model, backend.tokenizer, "el gato negro", direction="es-en", generate_kwargs=settings
         )
     assert expected.target_text == result.translation
     assert all(m.head_mask is None for group in attention_modules(backend.model).values() for m in group)
+
+
+def test_a_translation_chosen_by_ctranslate2_is_compared_with_pytorchs(backend):
+    record = copy.copy(backend.translate("el gato negro", "es-en", 1, 12).record)
+    pytorch = extract(backend.model, backend.tokenizer, "el gato negro", direction="es-en", generate_kwargs={
+        "num_beams": 1, "max_new_tokens": 12}).target_text  # fmt: skip
+    # As if CTranslate2 (int8) had chosen another translation than PyTorch would: a head that changes nothing must
+    # not be reported as changing it, and the user is told what the comparison is with.
+    record.target_text = "A different translation."
+    record.generate_kwargs = {"num_beams": 1, "max_new_tokens": 12, "backend": "ctranslate2"}
+    unused = backend.ablate(record, {"encoder": ["L0 H0"]})
+    assert unused.ok
+    expected = "is the same" if unused.translation == pytorch else "changed"
+    assert f"the translation {expected}." in unused.status
+    assert f"translates this as “{pytorch}”" in unused.status
+    # A record PyTorch chose needs no such note.
+    record.generate_kwargs = {"num_beams": 1, "max_new_tokens": 12}
+    record.target_text = pytorch
+    assert "translates this as" not in backend.ablate(record, {"encoder": ["L0 H0"]}).status
 
 
 def test_translations_served_during_ablations_keep_every_head(backend):

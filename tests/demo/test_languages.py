@@ -246,7 +246,10 @@ def test_browser_shows_the_page_in_its_language(url: str, backend: DemoBackend, 
             expect(page.locator("#translate-button")).to_have_text(page_text["translate.button"])
             expect(page.locator("#ablate-button")).to_have_text(page_text["ablate.button"])
             expect(page.locator("#direction")).to_contain_text(direction_label)
-            expect(page.locator("#layer input")).to_have_value(page_text["choice.layer.mean"])
+            # The layer control starts from the model's alignment configuration, labelled in the page's language.
+            layer = backend.default_choices()["layer"]
+            layer_label = dict((value, label) for label, value in backend.layer_choices(language))[layer]
+            expect(page.locator("#layer input")).to_have_value(layer_label)
             expect(page.get_by_text(page_text["examples.label"])).to_be_visible()
             expect(page.get_by_text(page_text["decoding.label"])).to_be_visible()
             header = page.locator("#alignment-pairs th").first
