@@ -55,8 +55,8 @@ from vaswani_inspect.record import check_alignment
 
 from .checks import choice, head_choice, layer_choice, shown, text_notes, whole_number
 from .embed import iframe_html, placeholder_html, view_height
-from .figures import label_figure
-from .settings import FILE_TTL_SECONDS, HEAD_LABEL, KINDS, MAX_BEAMS, MEAN, MODEL_ENV, UNITS, VIEWS
+from .figures import label_figure, settings_text
+from .settings import FILE_TTL_SECONDS, HEAD_LABEL, KINDS, MAX_BEAMS, MEAN, MODEL_ALIGNER, MODEL_ENV, UNITS, VIEWS
 from .texts import DEFAULT_LANGUAGE, Named, Refusal, decimal, message, page_text
 
 __all__ = ["AblationResult", "DemoBackend", "TranslationResult", "resolve_model_path"]
@@ -323,10 +323,14 @@ class DemoBackend:
     # ---------------------------------------------------------------------------------------- drawing the record
 
     def layer_choices(self, language: str = DEFAULT_LANGUAGE) -> list[tuple[str, str]]:
-        """(label, value) of the decoder layer control, labels in `language`: the average of all layers, then each
-        layer."""
+        """(label, value) of the decoder layer control, labels in `language`: the model's aligner when it averages
+        several readings (value "model"), the average of all layers, then each layer."""
         layers = [(message(language, "layer.one", layer=i), str(i)) for i in range(self.decoder_layers)]
-        return [(message(language, "layer.mean"), MEAN), *layers]
+        choices = [(message(language, "layer.mean"), MEAN), *layers]
+        if self.alignment_config.get("average_with"):
+            described = settings_text(self.alignment_config, language)
+            choices.insert(0, (message(language, "layer.model", settings=described), MODEL_ALIGNER))
+        return choices
 
     def head_choices(self, language: str = DEFAULT_LANGUAGE) -> list[tuple[str, str]]:
         """(label, value) of the head control, labels in `language`: the average of all heads, each head, and the
@@ -340,10 +344,13 @@ class DemoBackend:
         return choices
 
     def default_choices(self) -> dict[str, Any]:
-        """The controls' starting values, from the model's alignment configuration: layer, head, shift."""
+        """The controls' starting values, from the model's alignment configuration: layer (the model's aligner when it
+        averages several readings), head, shift."""
         layer = self.alignment_config["layer"]
+        if self.alignment_config.get("average_with"):
+            layer = MODEL_ALIGNER
         return {
-            "layer": MEAN if layer == MEAN else str(layer),
+            "layer": layer if layer in (MEAN, MODEL_ALIGNER) else str(layer),
             "head": _choice(self.alignment_config["heads"]),
             "shift": bool(self.alignment_config["shift"]),
         }
@@ -358,9 +365,10 @@ class DemoBackend:
         skip_punctuation: bool = True,
         language: str = DEFAULT_LANGUAGE,
     ) -> tuple[Any, list]:
-        """(matplotlib Figure of the cross-attention, aligned word pairs) for a layer choice ("0", "1", ... or
-        "mean"), a head choice ("0", "1,3" or "mean") and `shift`; left at None, each is the model's configuration
-        (the record's `alignment`). The figure's title and axes are in `language`.
+        """(matplotlib Figure of the cross-attention, aligned word pairs) for a layer choice ("0", "1", ..., "mean",
+        or "model": the model's aligner, whatever the head and shift), a head choice ("0", "1,3" or "mean") and
+        `shift`; left at None, each is the model's configuration (the record's `alignment`). The figure's title and
+        axes are in `language`.
 
         The pairs are rows ``[target word, source word, weight]``: each target word with the source word its
         cross-attention gives the most weight (`vaswani_inspect.align`, argmax); punctuation words get no pair with
@@ -368,9 +376,7 @@ class DemoBackend:
         """
         if record is None:
             return None, []
-        settings = alignment_settings(
-            record, layer_choice(layer, self.decoder_layers), head_choice(head, self.decoder_heads), shift
-        )
+        settings = self._settings(record, layer, head, shift)
         pairs: list[list[Any]] = []
         try:
             matrix = alignment_matrix(record, **settings, skip_punctuation=skip_punctuation)
@@ -383,7 +389,18 @@ class DemoBackend:
         if unit == "words":
             figure = plot_alignment(record, **settings, skip_punctuation=skip_punctuation)
             return label_figure(figure, "figure.alignment", settings, language), pairs
-        return label_figure(self._token_heatmap(record, settings), "figure.tokens", settings, language), pairs
+        # Token-level heatmaps show one reading: the first of an averaged configuration.
+        first = {key: value for key, value in settings.items() if key != "average_with"}
+        return label_figure(self._token_heatmap(record, first), "figure.tokens", first, language), pairs
+
+    def _settings(self, record: Any, layer: Any, head: Any, shift: bool | None) -> dict[str, Any]:
+        """`vaswani_inspect.alignment_settings` for the controls' choices: the model's configuration (averaged
+        readings included) for the "model" layer choice, else the one reading chosen."""
+        chosen_layer = layer_choice(layer, self.decoder_layers)
+        chosen_heads = head_choice(head, self.decoder_heads)
+        if chosen_layer == MODEL_ALIGNER or (chosen_layer is None and chosen_heads is None and shift is None):
+            return alignment_settings(record)
+        return alignment_settings(record, chosen_layer, chosen_heads, shift, [])
 
     @staticmethod
     def _token_heatmap(record: Any, settings: dict[str, Any]) -> Any:
@@ -409,9 +426,7 @@ class DemoBackend:
         same choices as `alignment`, titled in `language`; None for no record or a side without words."""
         if record is None or not source_words(record) or not target_words(record):
             return None
-        settings = alignment_settings(
-            record, layer_choice(layer, self.decoder_layers), head_choice(head, self.decoder_heads), shift
-        )
+        settings = self._settings(record, layer, head, shift)
         figure = plot_alignment_links(record, **settings, skip_punctuation=skip_punctuation)
         return label_figure(figure, "figure.links", settings, language)
 

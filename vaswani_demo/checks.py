@@ -18,7 +18,7 @@ from typing import Any
 from hf_vaswani.inference import MAX_UNKNOWN_SHARE, unknown_characters
 from hf_vaswani.tokenization import DIRECTIONS, direction_to_languages, source_with_language
 
-from .settings import MAX_CHARS, MEAN
+from .settings import MAX_CHARS, MEAN, MODEL_ALIGNER
 from .texts import Refusal
 
 __all__ = ["choice", "head_choice", "layer_choice", "shown", "text_notes", "whole_number"]
@@ -67,12 +67,12 @@ def choice(value: Any, allowed: tuple[str, ...], default: str, key: str) -> str:
 
 
 def layer_choice(value: Any, layers: int) -> int | str | None:
-    """A layer choice ("mean", "0", "1", ...) as `MEAN` or an index below `layers`; None (empty): the model's
-    configuration."""
+    """A layer choice ("mean", "0", "1", ..., or "model": the model's aligner) as `MEAN`, `MODEL_ALIGNER` or an
+    index below `layers`; None (empty): the model's configuration."""
     if value is None or value == "":
         return None
-    if value == MEAN:
-        return MEAN
+    if value in (MEAN, MODEL_ALIGNER):
+        return value
     number = _whole(value)
     if number is None or not 0 <= number < layers:
         raise Refusal("option.layer", high=layers - 1, value=shown(value))

@@ -25,7 +25,13 @@ AXES: dict[str, tuple[str, str] | None] = {
 
 def settings_text(settings: Mapping[str, Any], language: str, *, with_shift: bool = True) -> str:
     """A configuration (`vaswani_inspect.alignment_settings`) in words: "layer 2, head 1, shifted", "mean of
-    layers, all heads" (or in Spanish); `with_shift=False` for a figure that does not shift."""
+    layers, all heads", "layer 1, head 0 + layer 0, head 1, shifted" (or in Spanish); `with_shift=False` for a
+    figure that does not shift."""
+    readings = [settings, *settings.get("average_with", [])]
+    return " + ".join(_reading_text(reading, language, with_shift) for reading in readings)
+
+
+def _reading_text(settings: Mapping[str, Any], language: str, with_shift: bool) -> str:
     layer = settings["layer"]
     if layer == MEAN:
         parts = [message(language, "figure.layers.mean")]

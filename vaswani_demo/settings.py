@@ -19,6 +19,7 @@ __all__ = [
     "MAX_BEAMS",
     "MAX_CHARS",
     "MEAN",
+    "MODEL_ALIGNER",
     "MODEL_ENV",
     "STATE_TTL_SECONDS",
     "UNITS",
@@ -66,6 +67,8 @@ UNITS = ("words", "tokens")
 HEAD_LABEL = "L{layer} H{head}"
 #: The layer or head value that averages over all of them.
 MEAN = "mean"
+#: The layer choice that reads the alignment as the model's configuration says, averaged readings included.
+MODEL_ALIGNER = "model"
 
 #: Page style (Gradio 6 takes it in `launch`): a long translation must not make the heatmap metres tall.
 APP_CSS = "#alignment-plot img { max-height: 760px; object-fit: contain; }"

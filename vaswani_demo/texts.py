@@ -202,6 +202,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "en": {
         # choices of the layer and head controls
         "layer.mean": "average of all layers",
+        "layer.model": "the model's aligner: {settings}",
         "layer.one": "layer {layer}",
         "head.mean": "average of all heads",
         "head.one": "head {head}",
@@ -293,6 +294,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "es": {
         "layer.mean": "promedio de todas las capas",
+        "layer.model": "el alineador del modelo: {settings}",
         "layer.one": "capa {layer}",
         "head.mean": "promedio de todas las cabezas",
         "head.one": "cabeza {head}",

@@ -20,10 +20,17 @@ other words.
   Translation"): the rows where the word's pieces are the decoder *input*, i.e. one row later, when the decoder
   already knows which word it has produced. Which of the two aligns better depends on the layer and head.
 
-Left out (None), each of the three comes from the record's model (`AttentionRecord.alignment`, the model's
-`config.alignment`, written by guided-alignment training or by ``hf-vaswani align-eval --write-config``), else
-from `DEFAULT_ALIGNMENT`: the mean over all layers and heads, not shifted. `search_alignments` scores every
-layer x head x shift against gold (or silver: statistical) links and returns the best configuration.
+**Averaged readings** (`average_with`): a configuration can add more readings, each a layer, heads and shift of
+its own, whose word-level matrices are averaged with the first one's before the links are read. Two heads that
+make different mistakes align better together: the shipped checkpoint's aligner averages the head trained on
+statistical alignments (layer 1, head 0, the rows that predict a word) with layer 0, head 1 read shifted.
+
+Left out (None), the layer, heads, shift and averaged readings come from the record's model
+(`AttentionRecord.alignment`, the model's `config.alignment`, written by guided-alignment training or by
+``hf-vaswani align-eval --write-config``), else from `DEFAULT_ALIGNMENT`: the mean over all layers and heads, not
+shifted. A call that chooses a layer, heads or shift reads that one configuration alone (unless it also passes
+`average_with`). `search_alignments` scores every layer x head x shift against gold (or silver: statistical)
+links, then the averages of pairs of the best of them, and returns the best configuration.
 
 The word-level matrix averages the rows of a target word's pieces, sums the columns of a source word's pieces,
 leaves out the special tokens' columns and renormalises each row to sum to 1.
@@ -52,6 +59,8 @@ Layer = int | str
 Heads = int | str | Sequence[int]
 #: Default weight a (source word, target word) cell needs with `method="threshold"`.
 DEFAULT_THRESHOLD = 0.5
+#: How many of the best single configurations `search_alignments` also tries in pairs (28 pairs).
+DEFAULT_PAIRS_OF_BEST = 8
 #: How alignments are read when neither the call nor the record's model says: every layer and head, not shifted.
 DEFAULT_ALIGNMENT: dict[str, Any] = {"layer": "mean", "heads": "all", "shift": False}
 
@@ -103,26 +112,46 @@ def target_words(record: AttentionRecord) -> list[str]:
 
 
 def alignment_settings(
-    record: AttentionRecord, layer: Layer | None = None, heads: Heads | None = None, shift: bool | None = None
+    record: AttentionRecord,
+    layer: Layer | None = None,
+    heads: Heads | None = None,
+    shift: bool | None = None,
+    average_with: Sequence[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The configuration ``{"layer", "heads", "shift"}`` that `align(record, layer, heads, shift=shift)` uses: each
-    argument given, else the record's model configuration (`record.alignment`), else `DEFAULT_ALIGNMENT`. A single
-    head index becomes a one-head list."""
+    """The configuration ``{"layer", "heads", "shift"}`` (with ``"average_with"``, the readings averaged with it,
+    when there are any) that `align(record, layer, heads, shift=shift, average_with=average_with)` uses: each
+    argument given, else the record's model configuration (`record.alignment`), else `DEFAULT_ALIGNMENT`. The
+    model's averaged readings are used only when none of the four is given. A single head index becomes a one-head
+    list."""
     configured = record.alignment or DEFAULT_ALIGNMENT
-    chosen_heads = configured["heads"] if heads is None else heads
-    if isinstance(chosen_heads, (int, np.integer)) and not isinstance(chosen_heads, bool):
-        chosen_heads = [int(chosen_heads)]
-    elif not isinstance(chosen_heads, str):
-        chosen_heads = [int(h) for h in chosen_heads]
-    return {
-        "layer": configured["layer"] if layer is None else layer,
-        "heads": chosen_heads,
-        "shift": bool(configured["shift"] if shift is None else shift),
-    }
+    settings = _reading(
+        configured["layer"] if layer is None else layer,
+        configured["heads"] if heads is None else heads,
+        configured["shift"] if shift is None else shift,
+    )
+    if average_with is None and layer is None and heads is None and shift is None:
+        average_with = configured.get("average_with")
+    if average_with:
+        settings["average_with"] = [_reading(r["layer"], r["heads"], r["shift"]) for r in average_with]
+    return settings
+
+
+def _reading(layer: Layer, heads: Heads, shift: bool) -> dict[str, Any]:
+    if isinstance(heads, (int, np.integer)) and not isinstance(heads, bool):
+        heads = [int(heads)]
+    elif not isinstance(heads, str):
+        heads = [int(h) for h in heads]
+    return {"layer": layer, "heads": heads, "shift": bool(shift)}
 
 
 def describe_alignment(settings: dict[str, Any]) -> str:
-    """A short text for a configuration: "layer 2, head 1, shifted", "mean of layers, all heads"."""
+    """A short text for a configuration: "layer 2, head 1, shifted", "mean of layers, all heads", and for averaged
+    readings "layer 1, head 0 + layer 0, head 1, shifted"."""
+    readings = [settings, *settings.get("average_with", [])]
+    return " + ".join(_describe_reading(reading) for reading in readings)
+
+
+def _describe_reading(settings: dict[str, Any]) -> str:
     layer = "mean of layers" if settings["layer"] == "mean" else f"layer {settings['layer']}"
     heads = settings["heads"]
     if heads == "all":
@@ -203,6 +232,7 @@ def alignment_matrix(
     *,
     shift: bool | None = None,
     skip_punctuation: bool = False,
+    average_with: Sequence[dict[str, Any]] | None = None,
 ) -> np.ndarray:
     """Word-level cross-attention (target words x source words) used by `align`; rows sum to 1, except the rows
     of words that have no piece of their own (and of punctuation words with `skip_punctuation`), which are zero.
@@ -214,12 +244,18 @@ def alignment_matrix(
         shift: read each target word at the rows where it is the decoder input (Chen et al. 2020) instead of the
             rows that predict it (see the module docstring).
         skip_punctuation: punctuation words get zero rows and columns; the other columns are renormalised.
+        average_with: more readings (``{"layer", "heads", "shift"}`` each) whose matrices are averaged with this
+            one's, rows renormalised.
 
-    `layer`, `heads` and `shift` left at None come from the record's model (`alignment_settings`).
+    Left at None, `layer`, `heads`, `shift` and `average_with` come from the record's model (`alignment_settings`).
     """
-    settings = alignment_settings(record, layer, heads, shift)
-    word_cross = _word_cross(record, settings["shift"], skip_punctuation)
-    return _select(word_cross, record, settings["layer"], settings["heads"])
+    settings = alignment_settings(record, layer, heads, shift, average_with)
+    readings = [settings, *settings.get("average_with", [])]
+    matrices = [
+        _select(_word_cross(record, reading["shift"], skip_punctuation), record, reading["layer"], reading["heads"])
+        for reading in readings
+    ]
+    return matrices[0] if len(matrices) == 1 else renormalize_rows(np.mean(matrices, axis=0))
 
 
 def align(
@@ -231,6 +267,7 @@ def align(
     shift: bool | None = None,
     *,
     skip_punctuation: bool = False,
+    average_with: Sequence[dict[str, Any]] | None = None,
 ) -> list[Pair]:
     """Word alignment pairs `(source_word_idx, target_word_idx)` read off the cross-attention, sorted.
 
@@ -246,8 +283,12 @@ def align(
             no argument, `align(record)` reads the alignment the model is configured for.
         skip_punctuation: punctuation words get no link, and each other target word is linked among the other
             source words.
+        average_with: more readings averaged with this one before the links are read (`alignment_matrix`).
+            Left at None with `layer`, `heads` and `shift`: the model's.
     """
-    matrix = alignment_matrix(record, layer, heads, shift=shift, skip_punctuation=skip_punctuation)
+    matrix = alignment_matrix(
+        record, layer, heads, shift=shift, skip_punctuation=skip_punctuation, average_with=average_with
+    )
     targets, sources = np.nonzero(_links(matrix, method, threshold))
     return sorted((int(i), int(j)) for j, i in zip(targets, sources))
 
@@ -471,12 +512,17 @@ class AlignmentCandidate:
     heads: list[int] | str
     shift: bool
     scores: AlignmentScores
+    #: The readings averaged with this one (``{"layer", "heads", "shift"}`` each); empty for a single reading.
+    average_with: tuple[dict[str, Any], ...] = ()
 
     @property
     def config(self) -> dict[str, Any]:
         """The configuration as `VaswaniConfig.alignment` / `AttentionRecord.alignment` hold it."""
         heads = self.heads if self.heads == "all" else list(self.heads)
-        return {"layer": self.layer, "heads": heads, "shift": self.shift}
+        config: dict[str, Any] = {"layer": self.layer, "heads": heads, "shift": self.shift}
+        if self.average_with:
+            config["average_with"] = [dict(reading) for reading in self.average_with]
+        return config
 
 
 @dataclass
@@ -585,9 +631,11 @@ def search_alignments(
     threshold: float = DEFAULT_THRESHOLD,
     skip_punctuation: bool = False,
     index_base: int | None = None,
+    pairs_of_best: int = DEFAULT_PAIRS_OF_BEST,
 ) -> AlignmentSearch:
-    """Score every (layer) x (heads) x (shift) configuration of the cross-attention against gold links and return
-    the best, with the whole table.
+    """Score every (layer) x (heads) x (shift) configuration of the cross-attention against gold links, then the
+    average of every pair of the `pairs_of_best` best ones (`average_with`), and return the best, with the whole
+    table.
 
     Args:
         records: one record per gold sentence, in the same order, from one model (teacher-forced on the
@@ -600,8 +648,9 @@ def search_alignments(
         shifts: the shift choices (see the module docstring); default both.
         method, threshold: as in `align`.
         skip_punctuation: punctuation words get no predicted link, and gold links touching them are left out.
+        pairs_of_best: how many of the best single configurations are also tried in pairs (0: none).
     Ties go to the configuration tried first: lower layers before `"mean"`, single heads before `"all"`, no shift
-    before shift.
+    before shift, single readings before pairs.
     """
     gold_list = _gold_list(gold, index_base)
     records = list(records)
@@ -630,8 +679,66 @@ def search_alignments(
         for c, shift in enumerate(shift_choices)
     ]
     table.sort(key=lambda row: row.scores.aer)  # stable: ties keep the order they were tried in
-    settings = dict(method=method, threshold=threshold, skip_punctuation=skip_punctuation, sentences=len(records))
+    if pairs_of_best < 0:
+        raise ValueError(f"pairs_of_best must be 0 or more, got {pairs_of_best}.")
+    table += _pair_candidates(records, gold_list, table[:pairs_of_best], method, threshold, skip_punctuation)
+    table.sort(key=lambda row: row.scores.aer)
+    settings = dict(
+        method=method,
+        threshold=threshold,
+        skip_punctuation=skip_punctuation,
+        sentences=len(records),
+        pairs_of_best=pairs_of_best,
+    )
     return AlignmentSearch(table[0].config, table[0].scores, table, settings)
+
+
+def _pair_candidates(
+    records: list[AttentionRecord],
+    gold: list[GoldAlignment],
+    best: list[AlignmentCandidate],
+    method: Method,
+    threshold: float,
+    skip_punctuation: bool,
+) -> list[AlignmentCandidate]:
+    """Every pair of the `best` single configurations, their matrices averaged, scored on the whole corpus."""
+    pairs = [(a, b) for a in range(len(best)) for b in range(a + 1, len(best))]
+    if not pairs:
+        return []
+    counts = np.zeros((len(pairs), 4), dtype=np.int64)
+    for record, sentence in zip(records, gold, strict=True):
+        sure, possible, skipped = _sentence_gold(record, sentence, skip_punctuation)
+        word_cross = {shift: _word_cross(record, shift, skip_punctuation) for shift in {c.shift for c in best}}
+        matrices = [_select(word_cross[c.shift], record, c.layer, c.heads) for c in best]
+        averaged = np.stack([renormalize_rows((matrices[a] + matrices[b]) / 2) for a, b in pairs])
+        predicted = _links(averaged, method, threshold)
+        counts[:, 0] += predicted.sum(axis=(-1, -2))
+        counts[:, 1] += sure.sum()
+        counts[:, 2] += (predicted & sure).sum(axis=(-1, -2))
+        counts[:, 3] += (predicted & possible).sum(axis=(-1, -2))
+    return [
+        AlignmentCandidate(best[a].layer, best[a].heads, best[a].shift, _scores(*counts[k]), (_plain_config(best[b]),))
+        for k, (a, b) in enumerate(pairs)
+    ]
+
+
+def _plain_config(candidate: AlignmentCandidate) -> dict[str, Any]:
+    heads = candidate.heads if candidate.heads == "all" else list(candidate.heads)
+    return {"layer": candidate.layer, "heads": heads, "shift": candidate.shift}
+
+
+def _sentence_gold(
+    record: AttentionRecord, gold: GoldAlignment, skip_punctuation: bool
+) -> tuple[np.ndarray, np.ndarray, tuple[set[int], set[int]]]:
+    """The sure and possible (sure included) link matrices (target words, source words) of one sentence, without
+    the skipped punctuation words, and those words (source, target)."""
+    source, target = _words(record)
+    skipped = (
+        {i for i, mark in enumerate(source.punctuation()) if mark and skip_punctuation},
+        {j for j, mark in enumerate(target.punctuation()) if mark and skip_punctuation},
+    )
+    sure, possible = _gold_matrices(gold, (len(target.words), len(source.words)), skipped)
+    return sure, possible | sure, skipped
 
 
 def _sentence_counts(
@@ -646,13 +753,7 @@ def _sentence_counts(
     skip_punctuation: bool,
 ) -> np.ndarray:
     """|A|, |S|, |A & S|, |A & P| of one sentence for every configuration, (layers, heads, shifts, 4)."""
-    source, target = _words(record)
-    skipped = (
-        {i for i, mark in enumerate(source.punctuation()) if mark and skip_punctuation},
-        {j for j, mark in enumerate(target.punctuation()) if mark and skip_punctuation},
-    )
-    sure, possible = _gold_matrices(gold, (len(target.words), len(source.words)), skipped)
-    possible |= sure
+    sure, possible, _ = _sentence_gold(record, gold, skip_punctuation)
     counts = np.zeros((len(layer_choices), len(head_choices), len(shift_choices), 4), dtype=np.int64)
     for c, shift in enumerate(shift_choices):
         try:
@@ -760,6 +861,7 @@ def best_layer(
         method=method,
         threshold=threshold,
         index_base=index_base,
+        pairs_of_best=0,
     )
     scores = dict(sorted((row.layer, row.scores) for row in search.table))
     return LayerSearch(search.best["layer"], search.scores, scores)

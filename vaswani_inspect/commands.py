@@ -147,6 +147,13 @@ def _add_align_eval(subparsers: Any) -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--top", type=positive_int, default=10, help="configurations to print, best first (default: 10)"
     )
+    evaluate.add_argument(
+        "--pairs-of-best",
+        type=_count,
+        default=8,
+        metavar="N",
+        help="also try the average of every pair of the N best configurations (default: 8; 0: none)",
+    )
     evaluate.add_argument("--batch-size", type=positive_int, default=16, help="sentences per forward pass")
     evaluate.add_argument(
         "--json",
@@ -400,6 +407,17 @@ def _write_inspect_report(args: argparse.Namespace, record: Any, folder: Path) -
 # ------------------------------------------------------------------------------------------------------- align-eval
 
 
+def _count(text: str) -> int:
+    """An argparse ``type`` for a whole number >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}")
+    return value
+
+
 def run_align_eval(args: argparse.Namespace) -> int:
     """The ``align-eval`` subcommand: prints the best configurations' AER, precision and recall; returns 0."""
     import json
@@ -437,7 +455,12 @@ def run_align_eval(args: argparse.Namespace) -> int:
     model, tokenizer = _load(args)
     records = extract(model, tokenizer, sources, targets, direction=args.direction, batch_size=args.batch_size)
     search = search_alignments(  # which first checks every gold link against its sentence pair (check_gold)
-        records, gold, method=args.method, threshold=args.threshold, skip_punctuation=args.skip_punctuation
+        records,
+        gold,
+        method=args.method,
+        threshold=args.threshold,
+        skip_punctuation=args.skip_punctuation,
+        pairs_of_best=args.pairs_of_best,
     )
     _print_search(search, len(records), args.top)
     if json_path is not None:
@@ -452,15 +475,16 @@ def run_align_eval(args: argparse.Namespace) -> int:
 def _print_search(search: Any, sentences: int, top: int) -> None:
     import json
 
+    from .alignment import describe_alignment
+
     shown = search.table[:top]
     print(f"{len(search.table)} configurations on {sentences} sentences; the best {len(shown)}:")
-    print("layer  heads  shift    AER  precision  recall")
+    print("  AER  precision  recall  configuration")
     for rank, row in enumerate(shown):
-        heads = row.heads if row.heads == "all" else ",".join(str(h) for h in row.heads)
         marker = "  <- best" if rank == 0 else ""
         print(
-            f"{row.layer!s:>5}  {heads:>5}  {row.shift!s:>5}  {row.scores.aer:.3f}      {row.scores.precision:.3f}   "
-            f"{row.scores.recall:.3f}{marker}"
+            f"{row.scores.aer:.3f}      {row.scores.precision:.3f}   {row.scores.recall:.3f}  "
+            f"{describe_alignment(row.config)}{marker}"
         )
     print(f"best: {json.dumps(search.best)} (AER {search.scores.aer:.3f})")
 

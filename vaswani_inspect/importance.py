@@ -206,16 +206,20 @@ def prunable_heads(points: Sequence[PruningPoint], baseline_bleu: float, toleran
 
 
 def alignment_heads(model: torch.nn.Module) -> list[Head]:
-    """The cross-attention heads the model's `config.alignment` reads alignments from (``"mean"`` layer: that head
-    in every layer; ``"all"`` heads: every head of the layer); none without an alignment configuration."""
+    """The cross-attention heads the model's `config.alignment` reads alignments from, averaged readings included
+    (``"mean"`` layer: that head in every layer; ``"all"`` heads: every head of the layer); none without an
+    alignment configuration."""
     alignment = getattr(model.config, "alignment", None)
     if not alignment:
         return []
     layers = int(model.config.decoder_layers)
     heads = int(model.config.decoder_attention_heads)
-    chosen_layers = range(layers) if alignment["layer"] == "mean" else [int(alignment["layer"])]
-    chosen_heads = range(heads) if alignment["heads"] == "all" else [int(h) for h in alignment["heads"]]
-    return [Head("cross", layer, head) for layer in chosen_layers for head in chosen_heads]
+    found: list[Head] = []
+    for reading in [alignment, *alignment.get("average_with", [])]:
+        chosen_layers = range(layers) if reading["layer"] == "mean" else [int(reading["layer"])]
+        chosen_heads = range(heads) if reading["heads"] == "all" else [int(h) for h in reading["heads"]]
+        found += [Head("cross", layer, head) for layer in chosen_layers for head in chosen_heads]
+    return list(dict.fromkeys(found))
 
 
 # --------------------------------------------------------------------------------------------------- passes

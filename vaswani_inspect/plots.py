@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -162,28 +162,35 @@ def plot_alignment(
     shift: bool | None = None,
     skip_punctuation: bool = False,
     show_links: bool = True,
+    average_with: Sequence[dict[str, Any]] | None = None,
 ) -> Figure:
     """Word-level cross-attention with each row labelled by the target word it produces, alignment links boxed.
 
     The matrix is `alignment_matrix` (special tokens left out, rows renormalised) and the boxes the
-    `align(..., method="argmax")` links, with the same arguments; `layer`, `heads` and `shift` left at None come
-    from the record's model (`vaswani_inspect.alignment_settings`).
+    `align(..., method="argmax")` links, with the same arguments; `layer`, `heads`, `shift` and `average_with` left
+    at None come from the record's model (`vaswani_inspect.alignment_settings`).
     """
-    settings = alignment_settings(record, layer, heads, shift)
-    chosen = (settings["layer"], settings["heads"])
-    matrix = alignment_matrix(record, *chosen, shift=settings["shift"], skip_punctuation=skip_punctuation)
+    settings = alignment_settings(record, layer, heads, shift, average_with)
+    chosen = _chosen(settings)
+    matrix = alignment_matrix(record, **chosen, skip_punctuation=skip_punctuation)
     rows, columns = [_label(w) for w in target_words(record)], [_label(w) for w in source_words(record)]
     figure = new_figure(max(4.0, 0.6 * len(columns) + 2.5), max(3.0, 0.45 * len(rows) + 2.0))
     ax = figure.add_subplot()
     image = _draw(ax, matrix, rows, columns, annotate=max(matrix.shape) <= ANNOTATE_MAX)
     if show_links:
-        for i, j in align(record, *chosen, "argmax", shift=settings["shift"], skip_punctuation=skip_punctuation):
+        for i, j in align(record, **chosen, method="argmax", skip_punctuation=skip_punctuation):
             ax.add_patch(_box(i, j))
     figure.colorbar(image, ax=ax, shrink=0.8)
     ax.set_title(f"cross-attention alignment, {describe_alignment(settings)}", fontsize=10)
     ax.set_xlabel("source words", fontsize=9)
     ax.set_ylabel("target words", fontsize=9)
     return figure
+
+
+def _chosen(settings: dict[str, Any]) -> dict[str, Any]:
+    """`alignment_settings`' result as explicit arguments of `alignment_matrix` and `align` (no averaged readings:
+    an empty list, so that the model's are not added)."""
+    return {**settings, "average_with": settings.get("average_with", [])}
 
 
 #: Horizontal room between two words of `plot_alignment_links`, in characters.
@@ -199,17 +206,19 @@ def plot_alignment_links(
     skip_punctuation: bool = False,
     method: Method = "argmax",
     threshold: float = DEFAULT_THRESHOLD,
+    average_with: Sequence[dict[str, Any]] | None = None,
 ) -> Figure:
     """The course's picture of an alignment: the source words in a row above the target words, and a line for
     each aligned pair (`align` with the same arguments), darker and thicker for a larger attention weight.
 
     Words that get no link (a punctuation mark glued into another word's piece, or skipped punctuation) are grey.
-    `layer`, `heads` and `shift` left at None come from the record's model (`vaswani_inspect.alignment_settings`).
+    `layer`, `heads`, `shift` and `average_with` left at None come from the record's model
+    (`vaswani_inspect.alignment_settings`).
     """
-    settings = alignment_settings(record, layer, heads, shift)
-    chosen = (settings["layer"], settings["heads"])
-    matrix = alignment_matrix(record, *chosen, shift=settings["shift"], skip_punctuation=skip_punctuation)
-    pairs = align(record, *chosen, method, threshold, settings["shift"], skip_punctuation=skip_punctuation)
+    settings = alignment_settings(record, layer, heads, shift, average_with)
+    chosen = _chosen(settings)
+    matrix = alignment_matrix(record, **chosen, skip_punctuation=skip_punctuation)
+    pairs = align(record, **chosen, method=method, threshold=threshold, skip_punctuation=skip_punctuation)
     sources, targets = source_words(record), target_words(record)
     width = max(_row_width(sources), _row_width(targets))
     source_x, target_x = _row_positions(sources, width), _row_positions(targets, width)

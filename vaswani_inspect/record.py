@@ -275,24 +275,39 @@ def check_alignment(alignment: Any) -> dict[str, Any] | None:
     ValueError when it is not one. Layer and head indices are checked against the attention when it is used."""
     if alignment is None:
         return None
-    if isinstance(alignment, dict) and set(alignment) == {"layer", "heads", "shift"}:
-        layer, heads, shift = alignment["layer"], alignment["heads"], alignment["shift"]
-        layer_ok = layer == "mean" or (isinstance(layer, (int, np.integer)) and not isinstance(layer, bool))
-        heads_ok = heads == "all" or (
-            isinstance(heads, (list, tuple))
-            and bool(heads)
-            and all(isinstance(h, (int, np.integer)) and not isinstance(h, bool) for h in heads)
-        )
-        if layer_ok and heads_ok and isinstance(shift, (bool, np.bool_)):
-            return {
-                "layer": layer if layer == "mean" else int(layer),
-                "heads": heads if heads == "all" else [int(h) for h in heads],
-                "shift": bool(shift),
-            }
+    if isinstance(alignment, dict) and set(alignment) in ({"layer", "heads", "shift"}, _AVERAGED_KEYS):
+        checked = _checked_reading(alignment)
+        extra = alignment.get("average_with", [])
+        readings = [_checked_reading(r) if isinstance(r, dict) and set(r) == _READING_KEYS else None for r in extra]
+        if checked is not None and all(readings) and ("average_with" not in alignment or readings):
+            return {**checked, "average_with": readings} if readings else checked
     raise ValueError(
         "AttentionRecord.alignment must be None or {'layer': int or 'mean', 'heads': a list of ints or 'all', "
-        f"'shift': bool}}, got {alignment!r}."
+        "'shift': bool}, optionally with 'average_with': a non-empty list of such readings (without "
+        f"'average_with'), got {alignment!r}."
     )
+
+
+_READING_KEYS = {"layer", "heads", "shift"}
+_AVERAGED_KEYS = {"layer", "heads", "shift", "average_with"}
+
+
+def _checked_reading(reading: dict[str, Any]) -> dict[str, Any] | None:
+    """A JSON-ready copy of one reading ``{"layer", "heads", "shift"}``, or None when it is not one."""
+    layer, heads, shift = reading["layer"], reading["heads"], reading["shift"]
+    layer_ok = layer == "mean" or (isinstance(layer, (int, np.integer)) and not isinstance(layer, bool))
+    heads_ok = heads == "all" or (
+        isinstance(heads, (list, tuple))
+        and bool(heads)
+        and all(isinstance(h, (int, np.integer)) and not isinstance(h, bool) for h in heads)
+    )
+    if not (layer_ok and heads_ok and isinstance(shift, (bool, np.bool_))):
+        return None
+    return {
+        "layer": layer if layer == "mean" else int(layer),
+        "heads": heads if heads == "all" else [int(h) for h in heads],
+        "shift": bool(shift),
+    }
 
 
 def _as_int(value: Any, name: str) -> int:

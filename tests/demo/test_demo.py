@@ -317,6 +317,33 @@ def test_alignment_controls_start_at_the_model_configuration(tmp_path: Path):
     figure, _ = several.alignment(several.translate("el gato negro", "es-en").record, unit="tokens")
     assert figure.axes[0].get_title().startswith("cross-attention, mean of layers")
 
+    # A configuration that averages readings is the layer choice "model", first and the default; the head and
+    # shift controls then do not change what is drawn.
+    averaged = {"layer": 0, "heads": [1], "shift": True, "average_with": [{"layer": 1, "heads": [0], "shift": False}]}
+    write_alignment_config(folder, averaged)
+    aligner = DemoBackend.load(folder)
+    label = "the model's aligner: layer 0, head 1, shifted + layer 1, head 0"
+    assert aligner.layer_choices()[0] == (label, "model")
+    assert aligner.layer_choices("es")[0] == (
+        "el alineador del modelo: capa 0, cabeza 1, desplazado + capa 1, cabeza 0",
+        "model",
+    )
+    assert aligner.default_choices() == {"layer": "model", "head": "1", "shift": True}
+    record = aligner.translate("el gato negro", "es-en").record
+    assert record.alignment == averaged
+    expected = align(record, skip_punctuation=True)
+    assert expected == align(record, 0, [1], shift=True, average_with=averaged["average_with"], skip_punctuation=True)
+    for choices in (("model", "3", False), (None, None, None)):  # the controls' "model", or the API's defaults
+        figure, pairs = aligner.alignment(record, choices[0], choices[1], shift=choices[2])
+        assert "layer 0, head 1, shifted + layer 1, head 0" in figure.axes[0].get_title()
+        assert len(pairs) == len(expected)
+        links = aligner.alignment_links(record, *choices)
+        assert _drawn_links(links) == _expected_links(links, record, averaged, True)
+    single, _ = aligner.alignment(record, "0", "1", shift=True)  # one layer chosen: that reading alone
+    assert single.axes[0].get_title().endswith("layer 0, head 1, shifted")
+    tokens, _ = aligner.alignment(record, "model", unit="tokens")  # subword heatmaps show the first reading
+    assert "+" not in tokens.axes[0].get_title()
+
 
 # ------------------------------------------------------------------------------------ through gradio_client
 
@@ -472,6 +499,12 @@ def test_browser_translate_and_inspect(served):
             expect(frame.locator("h2").first).to_contain_text("Cross-attention")
             plot = page.locator("#alignment-plot img").first
             before = plot.get_attribute("src")
+            if backend.default_choices()["layer"] == "model":
+                # The model's aligner averages several readings: one layer, chosen, is read alone.
+                page.locator("#layer input").first.click()
+                page.locator('#layer [role="option"][aria-label="layer 0"]').click()
+                expect(plot).not_to_have_attribute("src", before or "", timeout=60_000)
+                before = plot.get_attribute("src")
             # Another head than the one the controls start at (the model's alignment configuration).
             other_head = "head 0" if backend.default_choices()["head"] == "1" else "head 1"
             page.locator("#head input").first.click()

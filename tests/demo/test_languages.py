@@ -176,7 +176,7 @@ def test_the_backend_speaks_spanish(backend):
     refused = backend.translate("el gato negro", "es-en", "abc", language="es").status
     assert refused == f"El tamaño del haz debe ser un número entero entre 1 y {backend.max_beams}; se recibió 'abc'."
     assert backend.translate("hola", "xx", language="es").status.startswith("Elige una dirección de traducción")
-    assert backend.layer_choices("es")[0] == ("promedio de todas las capas", "mean")
+    assert ("promedio de todas las capas", "mean") in backend.layer_choices("es")
     assert backend.head_choices("es")[1] == ("cabeza 0", "0")
     assert backend.pair_headers("es") == ["palabra destino", "palabra fuente", "peso"]
     assert "Traduce una oración" in backend.placeholder("es")

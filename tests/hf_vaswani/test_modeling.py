@@ -49,11 +49,32 @@ def test_presets_follow_table_3():
         (dict(encoder_layers=0), "encoder_layers must be a positive integer"),
         (dict(pad_token_id=500), "pad_token_id=500 is outside the vocabulary"),
         (dict(decoder_vocab_size=50), "share_embeddings=True needs one vocabulary"),
+        (dict(alignment={"layer": 0, "heads": [0]}), "keys layer, heads and shift"),
+        (dict(alignment={"layer": 9, "heads": [0], "shift": False}), "a decoder layer in"),
+        (dict(alignment={"layer": 0, "heads": [0], "shift": False, "average_with": []}), "non-empty list"),
+        (dict(alignment={"layer": 0, "heads": [0], "shift": False, "average_with": [{"layer": 0}]}), "average_with"),
+        (
+            dict(
+                alignment={
+                    "layer": 0,
+                    "heads": [0],
+                    "shift": True,
+                    "average_with": [{"layer": 0, "heads": [99], "shift": False}],
+                }
+            ),
+            "heads",
+        ),
     ],
 )
 def test_invalid_configs_fail_at_construction(overrides, message):
     with pytest.raises(ValueError, match=message):
         tiny_config(**overrides)
+
+
+def test_an_alignment_that_averages_readings_is_kept():
+    averaged = {"layer": 0, "heads": [1], "shift": True, "average_with": [{"layer": 1, "heads": [0], "shift": False}]}
+    config = tiny_config(alignment=averaged)
+    assert VaswaniConfig.from_dict(config.to_dict()).alignment == averaged
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from vaswani_inspect import (
     target_words,
     to_pharaoh,
 )
+from vaswani_inspect.alignment import describe_alignment
 
 SOURCE = [">>en<<", "▁a", "▁b", "b2", "▁c", "▁d", "</s>"]  # words: a=[1] b=[2,3] c=[4] d=[5]
 TARGET = ["<s>", "▁w", "▁x", "x2", "▁y", "▁z", "</s>"]  # words: w=[1] x=[2,3] y=[4] z=[5]
@@ -306,7 +307,7 @@ def _planted_head_record(seed: int = 0, layers: int = 3, heads: int = 4, alignme
 def test_search_finds_the_planted_head_and_shift(tmp_path):
     records = [_planted_head_record(seed) for seed in range(3)]
     silver = [set(TRUTH)] * 3  # plain link sets, as a statistical aligner gives them
-    search = search_alignments(records, silver)
+    search = search_alignments(records, silver, pairs_of_best=0)
     assert search.best == PLANTED
     assert search.scores == (0.0, 1.0, 1.0)
     assert len(search.table) == (3 + 1) * (4 + 1) * 2  # layers and "mean" x heads and "all" x shift
@@ -319,8 +320,8 @@ def test_search_finds_the_planted_head_and_shift(tmp_path):
     # The same from a gold file; without the shift choice the planted head cannot be found.
     gold_file = tmp_path / "gold.txt"
     gold_file.write_text("\n".join([to_pharaoh(TRUTH)] * 3) + "\n", encoding="utf-8")
-    assert search_alignments(records, gold_file).best == PLANTED
-    unshifted = search_alignments(records, gold_file, shifts=[False])
+    assert search_alignments(records, gold_file).best == PLANTED  # a single reading wins a tie with pairs
+    unshifted = search_alignments(records, gold_file, shifts=[False], pairs_of_best=0)
     assert unshifted.scores.aer > 0 and len(unshifted.table) == 20
     payload = search.to_dict(top=3)
     assert payload["best"] == PLANTED and len(payload["table"]) == 3 and payload["table"][0]["aer"] == 0.0
@@ -347,3 +348,81 @@ def test_align_follows_the_record_model_configuration():
     assert align(configured, shift=False) != TRUTH
     assert alignment_settings(configured, heads=3) == {**PLANTED, "heads": [3]}
     np.testing.assert_allclose(alignment_matrix(configured), alignment_matrix(plain, 1, 2, shift=True))
+
+
+# ------------------------------------------------------------------------------------------ averaged readings
+
+FIRST = {"layer": 0, "heads": [1], "shift": True}
+SECOND = {"layer": 2, "heads": [0], "shift": False}
+AVERAGED = {**FIRST, "average_with": [SECOND]}
+
+
+def _half_right(shift: bool, right: set[int], rng: np.random.Generator) -> np.ndarray:
+    """(T, S) attention that puts 0.8 on the true source word of the target words in `right` and 0.5 on a wrong one
+    for the others: alone it aligns half the words, averaged with its complement all of them."""
+    t, s = len(TARGET), len(SOURCE)
+    matrix = rng.uniform(0.5, 1.0, size=(t, s))
+    matrix /= matrix.sum(-1, keepdims=True)
+    offset = 0 if shift else -1
+    for j, pieces in enumerate(TARGET_PIECES):
+        source, weight = (PERMUTATION[j], 0.8) if j in right else (WRONG[j], 0.5)
+        columns = SOURCE_PIECES[source]
+        for p in pieces:
+            row = np.full(s, (1.0 - weight) / (s - len(columns)))
+            row[columns] = weight / len(columns)
+            matrix[p + offset] = row
+    return matrix
+
+
+def _complementary_record(seed: int = 0, alignment: dict | None = None) -> AttentionRecord:
+    """Two heads that each align half of the words right (FIRST: words 0 and 1, SECOND: words 2 and 3), every other
+    head wrong."""
+    rng = np.random.default_rng(seed)
+    cross = _planted_head_record(seed).cross  # every head wrong but the planted one, which is replaced below
+    cross[PLANTED["layer"], PLANTED["heads"][0]] = cross[0, 0]
+    cross[FIRST["layer"], FIRST["heads"][0]] = _half_right(FIRST["shift"], {0, 1}, rng)
+    cross[SECOND["layer"], SECOND["heads"][0]] = _half_right(SECOND["shift"], {2, 3}, rng)
+    record = _record(cross)
+    record.alignment = alignment
+    return record
+
+
+def test_averaged_readings_are_the_mean_of_their_matrices():
+    record = _complementary_record()
+    first = alignment_matrix(record, **FIRST)
+    second = alignment_matrix(record, **SECOND)
+    averaged = alignment_matrix(record, **FIRST, average_with=[SECOND])
+    np.testing.assert_allclose(averaged, (first + second) / 2)  # both rows sum to 1 already
+    np.testing.assert_allclose(averaged.sum(-1), 1.0)
+    assert align(record, **FIRST) != TRUTH and align(record, **SECOND) != TRUTH
+    assert align(record, **FIRST, average_with=[SECOND]) == TRUTH
+
+
+def test_the_model_averaged_readings_are_its_default():
+    configured = _complementary_record(alignment=AVERAGED)
+    assert alignment_settings(configured) == AVERAGED
+    assert align(configured) == TRUTH
+    assert describe_alignment(alignment_settings(configured)) == "layer 0, head 1, shifted + layer 2, head 0"
+    # Choosing a layer, heads or shift reads that one configuration alone, unless average_with is passed too.
+    assert alignment_settings(configured, shift=True) == FIRST
+    assert align(configured, 0, [1], shift=True) == align(configured, **FIRST) != TRUTH
+    assert align(configured, 0, [1], shift=True, average_with=[SECOND]) == TRUTH
+    assert alignment_settings(configured, average_with=[]) == FIRST
+    # The record keeps it through JSON.
+    assert AttentionRecord.from_dict(configured.to_dict()).alignment == AVERAGED
+    for bad in ({**FIRST, "average_with": []}, {**FIRST, "average_with": [AVERAGED]}, {**FIRST, "average_with": [1]}):
+        with pytest.raises(ValueError, match="average_with"):
+            AttentionRecord.from_dict({**configured.to_dict(), "alignment": bad})
+
+
+def test_search_finds_two_heads_that_align_together():
+    records = [_complementary_record(seed) for seed in range(3)]
+    search = search_alignments(records, [set(TRUTH)] * 3)
+    assert search.scores == (0.0, 1.0, 1.0)
+    assert search.best in (AVERAGED, {**SECOND, "average_with": [FIRST]})
+    assert len(search.table) == 40 + 28  # the single readings, then the pairs of the 8 best
+    singles = [row for row in search.table if not row.average_with]
+    assert min(row.scores.aer for row in singles) > 0.2
+    assert search.to_dict(top=1)["table"][0]["average_with"] == search.best["average_with"]
+    with pytest.raises(ValueError, match="pairs_of_best"):
+        search_alignments(records, [set(TRUTH)] * 3, pairs_of_best=-1)

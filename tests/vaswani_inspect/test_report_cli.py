@@ -164,13 +164,18 @@ def test_cli_align_eval_searches_layers_heads_and_shift(checkpoint, tmp_path, ca
     status = main(["align-eval", *_align_eval_files(tmp_path), "--model", str(checkpoint), "--json", str(scores)])
     assert status == 0
     printed = capsys.readouterr().out
-    assert "<- best" in printed and "30 configurations on 2 sentences" in printed
+    # 2 layers and mean x 4 heads and all x shift, then the pairs of the 8 best
+    assert "<- best" in printed and "58 configurations on 2 sentences" in printed
     result = json.loads(scores.read_text())
-    assert len(result["table"]) == (2 + 1) * (4 + 1) * 2  # 2 layers and mean x 4 heads and all x shift
+    assert len(result["table"]) == (2 + 1) * (4 + 1) * 2 + 28
     assert result["table"][0]["aer"] == result["scores"]["aer"] == min(row["aer"] for row in result["table"])
     best = result["best"]
-    assert set(best) == {"layer", "heads", "shift"} and {k: result["table"][0][k] for k in best} == best
+    assert {"layer", "heads", "shift"} <= set(best) <= {"layer", "heads", "shift", "average_with"}
+    assert {k: result["table"][0][k] for k in best} == best
     assert result["settings"]["skip_punctuation"] is False
+    # --pairs-of-best 0: the single readings only.
+    assert main(["align-eval", *_align_eval_files(tmp_path), "--model", str(checkpoint), "--pairs-of-best", "0"]) == 0
+    assert "30 configurations on 2 sentences" in capsys.readouterr().out
 
 
 def test_cli_align_eval_writes_the_best_configuration_into_the_model(checkpoint, tmp_path, capsys):
@@ -191,7 +196,8 @@ def test_cli_align_eval_writes_the_best_configuration_into_the_model(checkpoint,
     model, tokenizer = load_model_and_tokenizer(model_dir)
     record = extract(model, tokenizer, "el gato negro", "the black cat", direction="es-en")
     assert record.alignment == best
-    assert align(record) == align(record, best["layer"], best["heads"], shift=best["shift"])
+    averaged = best.get("average_with", [])
+    assert align(record) == align(record, best["layer"], best["heads"], shift=best["shift"], average_with=averaged)
     # inspect reads the alignment the model carries.
     out = tmp_path / "report"
     inspect = ["inspect", "el gato negro", "--target", "the black cat", "--out", str(out), "--model", str(model_dir)]
