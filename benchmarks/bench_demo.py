@@ -10,7 +10,9 @@ raw numbers and a description of the machine.
     python benchmarks/bench_demo.py --url http://127.0.0.1:7860/   # a demo started with `hf-vaswani demo`
 
 End-to-end time includes the queue, the model run (generation + one teacher-forced pass with attentions), the
-heatmap, the bertviz page (~0.4 MB of HTML), the JSON record and the transfer of all of it.
+heatmap, the bertviz page (~0.4 MB of HTML), the JSON record and the transfer of all of it. For scale, the same
+number of sequential calls to an endpoint that only echoes its text, in an app with the same queue, measures what
+Gradio and `gradio_client` take by themselves (``--no-floor`` skips it; not measured with ``--url``).
 """
 
 from __future__ import annotations
@@ -102,6 +104,30 @@ def _call(client: Any, example: tuple[str, str], options: dict[str, Any]) -> tup
     return elapsed, float(match.group(1)) if match else None, outputs[0]
 
 
+def gradio_floor(calls: int, concurrency_limit: int) -> list[float]:
+    """Seconds of `calls` sequential calls to an app whose one endpoint echoes its text: Gradio's own round trip."""
+    import gradio as gr
+    from gradio_client import Client
+
+    with gr.Blocks() as app:
+        text, echoed = gr.Textbox(), gr.Textbox()
+        gr.Button().click(lambda value: value, text, echoed, api_name="echo")
+    app.queue(default_concurrency_limit=concurrency_limit)
+    port = _free_port()
+    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        client = Client(f"http://127.0.0.1:{port}/", verbose=False, analytics_enabled=False)
+        client.predict("warm-up", api_name="/echo")
+        times = []
+        for i in range(calls):
+            started = time.perf_counter()
+            client.predict(f"el gato negro {i}", api_name="/echo")
+            times.append(time.perf_counter() - started)
+        return times
+    finally:
+        app.close()
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from gradio_client import Client
 
@@ -171,6 +197,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "translations": translations,
     }
     report["concurrent"]["throughput_per_s"] = round(args.concurrent / burst_seconds, 3)
+    if args.floor and not args.url:
+        floor = gradio_floor(args.sequential, args.concurrency_limit)
+        report["gradio_floor"] = {"calls": len(floor), "end_to_end": percentiles(floor), "model": None}
     return report
 
 
@@ -186,7 +215,10 @@ def print_table(report: dict[str, Any]) -> None:
     header = f"{'run':<30}{'calls':>6}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}{'mean ms':>10}{'max ms':>10}"
     print(header)
     print("-" * len(header))
-    for name, key in (("sequential", "sequential"), (f"concurrent ({report['concurrent']['threads']})", "concurrent")):
+    sections = [("sequential", "sequential"), (f"concurrent ({report['concurrent']['threads']})", "concurrent")]
+    if "gradio_floor" in report:
+        sections.append(("echo endpoint", "gradio_floor"))
+    for name, key in sections:
         section = report[key]
         for part in ("end_to_end", "model"):
             stats = section[part]
@@ -217,6 +249,12 @@ def main(argv: list[str] | None = None) -> int:
         choices=("auto", "ctranslate2", "torch"),
         default="auto",
         help="what chooses the translation in the app (default: auto, CTranslate2 when installed)",
+    )
+    parser.add_argument(
+        "--no-floor",
+        dest="floor",
+        action="store_false",
+        help="do not measure the echo endpoint (Gradio's own round trip)",
     )
     parser.add_argument(
         "--out", type=Path, default=ROOT / "test-artifacts" / "bench_demo.json", help="JSON output path"

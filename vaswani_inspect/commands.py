@@ -27,7 +27,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from hf_vaswani.commands import beam_size, finite_float, head_indices, positive_int, utf8_text
+from hf_vaswani.commands import beam_size, finite_float, head_indices, non_negative_int, positive_int, utf8_text
 
 __all__ = ["add_parser", "run_align_eval", "run_compare_bert", "run_head_importance", "run_inspect"]
 
@@ -149,7 +149,7 @@ def _add_align_eval(subparsers: Any) -> argparse.ArgumentParser:
     )
     evaluate.add_argument(
         "--pairs-of-best",
-        type=_count,
+        type=non_negative_int,
         default=8,
         metavar="N",
         help="also try the average of every pair of the N best configurations (default: 8; 0: none)",
@@ -405,17 +405,6 @@ def _write_inspect_report(args: argparse.Namespace, record: Any, folder: Path) -
 
 
 # ------------------------------------------------------------------------------------------------------- align-eval
-
-
-def _count(text: str) -> int:
-    """An argparse ``type`` for a whole number >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}")
-    return value
 
 
 def run_align_eval(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ __all__ = [
     "finite_float",
     "head_indices",
     "missing_extra",
+    "non_negative_int",
     "positive_int",
     "utf8_text",
 ]
@@ -56,12 +57,21 @@ def missing_extra(error: ModuleNotFoundError) -> str | None:
 
 def positive_int(text: str) -> int:
     """An argparse ``type`` for options that take a whole number >= 1 (``--batch-size``, ``--last``, ...)."""
+    return _at_least(text, 1, "a positive integer")
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse ``type`` for options that take a whole number >= 0 (``--pairs-of-best``)."""
+    return _at_least(text, 0, "a whole number, 0 or more")
+
+
+def _at_least(text: str, low: int, expected: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
 
 

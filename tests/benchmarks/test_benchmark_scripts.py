@@ -201,3 +201,22 @@ def test_bench_inspect_help():
         [sys.executable, "benchmarks/bench_inspect.py", "--help"], cwd=ROOT, capture_output=True, text=True
     )
     assert completed.returncode == 0 and "usage: bench_inspect.py" in completed.stdout
+
+
+def test_bench_demo_times_the_demo_and_gradio_alone(tmp_path, capsys):
+    pytest.importorskip("gradio")
+    out = tmp_path / "demo.json"
+    arguments = ["--tiny", "--backend", "torch", "--sequential", "2", "--concurrent", "2", "--warmup", "0"]
+    completed = subprocess.run(
+        [sys.executable, "benchmarks/bench_demo.py", *arguments, "--max-new-tokens", "4", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["tiny_random_model"] and report["translation_backend"] == "torch"
+    assert report["sequential"]["calls"] == report["gradio_floor"]["calls"] == 2
+    assert report["gradio_floor"]["end_to_end"]["p50_ms"] > 0
+    assert "echo endpoint, end to end" in completed.stdout

@@ -176,6 +176,9 @@ def test_cli_align_eval_searches_layers_heads_and_shift(checkpoint, tmp_path, ca
     # --pairs-of-best 0: the single readings only.
     assert main(["align-eval", *_align_eval_files(tmp_path), "--model", str(checkpoint), "--pairs-of-best", "0"]) == 0
     assert "30 configurations on 2 sentences" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as refused:
+        main(["align-eval", *_align_eval_files(tmp_path), "--model", str(checkpoint), "--pairs-of-best", "-1"])
+    assert refused.value.code == 2 and "expected a whole number, 0 or more" in capsys.readouterr().err
 
 
 def test_cli_align_eval_writes_the_best_configuration_into_the_model(checkpoint, tmp_path, capsys):
