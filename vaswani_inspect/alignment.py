@@ -518,8 +518,7 @@ class AlignmentCandidate:
     @property
     def config(self) -> dict[str, Any]:
         """The configuration as `VaswaniConfig.alignment` / `AttentionRecord.alignment` hold it."""
-        heads = self.heads if self.heads == "all" else list(self.heads)
-        config: dict[str, Any] = {"layer": self.layer, "heads": heads, "shift": self.shift}
+        config = _plain_config(self)
         if self.average_with:
             config["average_with"] = [dict(reading) for reading in self.average_with]
         return config

@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hf_vaswani.outputs import OutputPlan
-
 from .importance import MEASURES, HeadImportance, HeadScore
 from .plots import new_figure, save_figure
 from .record import KINDS
+from .report import check_image_format, write_report_folder
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -240,15 +239,8 @@ def write_importance_report(
     is written. It must not exist or be empty; with `overwrite`, an existing folder is replaced, none of its files
     kept.
     """
-    if image_format not in ("png", "svg"):
-        raise ValueError(f"image_format must be 'png' or 'svg', got {image_format!r}.")
-    plan = OutputPlan()
-    final = plan.folder(out_dir, "report folder", overwrite=overwrite)
-    plan.check()
-    with plan.writing() as staged:
-        folder = staged(final)
-        written = _write_files(result, folder, image_format, dpi)
-    return {name: Path(out_dir) / path.relative_to(folder) for name, path in written.items()}
+    check_image_format(image_format)
+    return write_report_folder(out_dir, lambda folder: _write_files(result, folder, image_format, dpi), overwrite)
 
 
 def _write_files(result: HeadImportance, out: Path, image_format: str, dpi: int) -> dict[str, Path]:

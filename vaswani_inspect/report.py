@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -53,19 +53,35 @@ def write_report(
     """
     if not isinstance(record, AttentionRecord):
         raise TypeError(f"write_report() takes one AttentionRecord, got {type(record).__name__}.")
-    if image_format not in ("png", "svg"):
-        raise ValueError(f"image_format must be 'png' or 'svg', got {image_format!r}.")
+    check_image_format(image_format)
     settings = alignment_settings(record, alignment_layer, alignment_heads, shift)
     if settings["layer"] != "mean":  # a bad layer or head fails before anything is written
         record.layer_index("cross", settings["layer"])
     for head in [] if settings["heads"] == "all" else settings["heads"]:
         record.head_index("cross", head)
+    return write_report_folder(
+        out_dir, lambda folder: _write_files(record, folder, settings, image_format, skip_punctuation, dpi), overwrite
+    )
+
+
+def check_image_format(image_format: str) -> None:
+    """Refuse an image format the reports do not write (png and svg)."""
+    if image_format not in ("png", "svg"):
+        raise ValueError(f"image_format must be 'png' or 'svg', got {image_format!r}.")
+
+
+def write_report_folder(
+    out_dir: str | Path, write_files: Callable[[Path], dict[str, Path]], overwrite: bool = False
+) -> dict[str, Path]:
+    """Write a report folder whole: `write_files(folder)` fills a temporary sibling of `out_dir` and returns
+    {name: path}, which is renamed into place once it returns (`hf_vaswani.outputs.OutputPlan`). `out_dir` must not
+    exist or be empty; with `overwrite` an existing folder is replaced. Returns {name: path under `out_dir`}."""
     plan = OutputPlan()
     final = plan.folder(out_dir, "report folder", overwrite=overwrite)
     plan.check()
     with plan.writing() as staged:
         folder = staged(final)
-        written = _write_files(record, folder, settings, image_format, skip_punctuation, dpi)
+        written = write_files(folder)
     return {name: Path(out_dir) / path.relative_to(folder) for name, path in written.items()}
 
 

@@ -7,10 +7,9 @@ import json
 import time
 from pathlib import Path
 
-from hf_vaswani.outputs import OutputPlan
-
 from ..heads import head_statistics_table
 from ..plots import save_figure
+from ..report import check_image_format, write_report_folder
 from .comparison import HeadComparison
 from .plots import plot_distance_heatmap, plot_head_statistics, plot_mds, plot_tag_counts
 from .result import CompareResult
@@ -51,15 +50,8 @@ def write_compare_report(
     is written. It must not exist or be empty; with `overwrite`, an existing folder is replaced, none of its files
     kept.
     """
-    if image_format not in ("png", "svg"):
-        raise ValueError(f"image_format must be 'png' or 'svg', got {image_format!r}.")
-    plan = OutputPlan()
-    final = plan.folder(out_dir, "report folder", overwrite=overwrite)
-    plan.check()
-    with plan.writing() as staged:
-        folder = staged(final)
-        written = _write_files(result, folder, image_format, dpi)
-    return {name: Path(out_dir) / path.relative_to(folder) for name, path in written.items()}
+    check_image_format(image_format)
+    return write_report_folder(out_dir, lambda folder: _write_files(result, folder, image_format, dpi), overwrite)
 
 
 def _write_files(result: CompareResult, out: Path, image_format: str, dpi: int) -> dict[str, Path]:
