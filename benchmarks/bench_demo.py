@@ -1,18 +1,25 @@
-"""Latency of the demo's ``/translate`` endpoint, end to end through `gradio_client`.
+"""Latency of the demo: its API through `gradio_client`, and optionally the page in a real browser.
 
-Starts the demo in this process on 127.0.0.1 (a free port) unless ``--url`` points at a running one, then measures
-N sequential calls and one burst of C concurrent calls (threads), cycling through the course examples. Prints a
-table of p50/p90/p99 latencies (and the server-side model time, read from the status line) and writes JSON with the
-raw numbers and a description of the machine.
+Starts the demo in this process on 127.0.0.1 (a free port) unless ``--url`` points at a running one, then measures,
+cycling through the course examples:
+
+* N sequential ``/translate`` calls (the translation, its status line and its word pairs) and one burst of C
+  concurrent ones (threads);
+* N sequential "complete" requests: ``/translate``, then ``/alignment``, ``/view`` and ``/record`` at once with the
+  same client, everything the page shows (a demo whose ``/translate`` still returns its figures itself has no other
+  endpoint: there the complete request is that one call);
+* the same number of calls to an endpoint that only echoes its text, in an app with the same queue: what Gradio and
+  `gradio_client` take by themselves (``--no-floor`` skips it; not measured with ``--url``);
+* with ``--browser``, the course examples typed into the page in Chromium (Debian's ``/usr/bin/chromium`` through
+  Playwright), N clicks on Translate: the time until the translation shows, and until the heatmap, the bertviz view
+  and the record file of that translation show too.
+
+Prints a table of p50/p90/p99 latencies (and the server-side model time, read from the status line) and writes JSON
+with the raw numbers and a description of the machine.
 
     python benchmarks/bench_demo.py                       # shipped checkpoint, else a tiny random model
-    python benchmarks/bench_demo.py --model PATH --sequential 50 --concurrent 20 --out bench.json
-    python benchmarks/bench_demo.py --url http://127.0.0.1:7860/   # a demo started with `hf-vaswani demo`
-
-End-to-end time includes the queue, the model run (generation + one teacher-forced pass with attentions), the
-heatmap, the bertviz page (~0.4 MB of HTML), the JSON record and the transfer of all of it. For scale, the same
-number of sequential calls to an endpoint that only echoes its text, in an app with the same queue, measures what
-Gradio and `gradio_client` take by themselves (``--no-floor`` skips it; not measured with ``--url``).
+    python benchmarks/bench_demo.py --browser --backend torch --out bench.json
+    python benchmarks/bench_demo.py --url http://127.0.0.1:7860/ --browser   # a demo started with `hf-vaswani demo`
 """
 
 from __future__ import annotations
@@ -94,6 +101,7 @@ def machine() -> dict[str, Any]:
 
 
 def _call(client: Any, example: tuple[str, str], options: dict[str, Any]) -> tuple[float, float | None, str]:
+    """(seconds, model seconds from the status line, translation) of one ``/translate`` call."""
     started = time.perf_counter()
     outputs = client.predict(example[0], example[1], **options, api_name="/translate")
     elapsed = time.perf_counter() - started
@@ -102,6 +110,21 @@ def _call(client: Any, example: tuple[str, str], options: dict[str, Any]) -> tup
         raise RuntimeError(f"/translate failed on {example[0]!r}: {status}")
     match = _MODEL_SECONDS.search(status)
     return elapsed, float(match.group(1)) if match else None, outputs[0]
+
+
+#: What a client calls after ``/translate`` to have everything the page shows (a demo that has them).
+AFTER_TRANSLATE = ("/alignment", "/view", "/record")
+
+
+def _complete(client: Any, example: tuple[str, str], options: dict[str, Any], after: list[str]) -> float:
+    """Seconds of one complete request: ``/translate``, then the endpoints of `after` with the same client, all at
+    once (as the page asks for them)."""
+    started = time.perf_counter()
+    _call(client, example, options)
+    jobs = [client.submit(api_name=endpoint) for endpoint in after]
+    for job in jobs:
+        job.result()
+    return time.perf_counter() - started
 
 
 def gradio_floor(calls: int, concurrency_limit: int) -> list[float]:
@@ -126,6 +149,74 @@ def gradio_floor(calls: int, concurrency_limit: int) -> list[float]:
         return times
     finally:
         app.close()
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+#: What the page shows of a translation besides its text: (selector, attribute) of the heatmap, the bertviz view and
+#: the record file's link.
+_FIGURES = [["#alignment-plot img", "src"], ["#bertviz iframe", "srcdoc"], ["#record-file a", "href"]]
+_READ_FIGURES_JS = """(figures) => figures.map(([selector, attribute]) => {
+  const element = document.querySelector(selector);
+  return element ? element.getAttribute(attribute) : null;
+})"""
+#: Arms a timer for the next click on Translate: from that click (in the page, so that Playwright's own work is not
+#: counted) to the first frame that shows the translation `expected`, and to the first that also shows figures that
+#: all differ from `before` (what the page showed before the click). `window.benchTimes` resolves to both, in ms.
+_ARM_TIMER_JS = f"""([expected, figures, before]) => {{
+  const read = {_READ_FIGURES_JS};
+  const button = document.querySelector("#translate-button");
+  window.benchTimes = new Promise((resolve) => {{
+    let start = null;
+    let shown = null;
+    const frame = () => {{
+      const now = performance.now() - start;
+      const translation = document.querySelector("#translation textarea");
+      if (shown === null && translation && translation.value === expected) shown = now;
+      const figuresNow = read(figures);
+      if (shown !== null && figuresNow.every((item, i) => item && item !== before[i])) resolve([shown, now]);
+      else requestAnimationFrame(frame);
+    }};
+    const clicked = () => {{
+      start = performance.now();
+      requestAnimationFrame(frame);
+    }};
+    button.addEventListener("click", clicked, {{ capture: true, once: true }});
+  }});
+}}"""
+
+
+def browser_times(url: str, translations: dict[str, str], clicks: int, warmup: int) -> dict[str, list[float]]:
+    """Seconds from a click on Translate until the page shows the translation, and until it also shows its heatmap,
+    bertviz view and record file, for `clicks` course examples typed into the page in Chromium (typing and choosing
+    the direction are not timed; the times are taken in the page, frame by frame). `translations` (text:
+    translation, from the API) tell when the right one shows."""
+    from playwright.sync_api import sync_playwright
+
+    arguments = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
+    times: dict[str, list[float]] = {"translation": [], "everything": []}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=arguments, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 4000}, locale="en-US")
+            page.goto(url, wait_until="domcontentloaded")
+            source = page.locator("#source-text textarea")
+            source.wait_for(timeout=60_000)
+            for i in range(warmup + clicks):
+                text, direction = EXAMPLES[i % len(EXAMPLES)]
+                source.fill(text)
+                page.locator(f'#direction input[value="{direction}"]').check()
+                page.wait_for_timeout(200)  # let the page settle: the previous figures are drawn
+                before = page.evaluate(_READ_FIGURES_JS, _FIGURES)
+                page.evaluate(_ARM_TIMER_JS, [translations[text], _FIGURES, before])
+                page.locator("#translate-button").click()
+                shown, everything = page.evaluate("window.benchTimes")
+                if i >= warmup:
+                    times["translation"].append(shown / 1000)
+                    times["everything"].append(everything / 1000)
+        finally:
+            browser.close()
+    return times
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -164,15 +255,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         with tempfile.TemporaryDirectory() as downloads:
             client = Client(url, verbose=False, analytics_enabled=False, download_files=downloads)
+            endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+            after = [endpoint for endpoint in AFTER_TRANSLATE if endpoint in endpoints]
             for i in range(args.warmup):
-                _call(client, EXAMPLES[i % len(EXAMPLES)], options)
+                _complete(client, EXAMPLES[i % len(EXAMPLES)], options, after)
             sequential = [_call(client, EXAMPLES[i % len(EXAMPLES)], options) for i in range(args.sequential)]
+            complete = [_complete(client, EXAMPLES[i % len(EXAMPLES)], options, after) for i in range(args.sequential)]
             burst = [EXAMPLES[i % len(EXAMPLES)] for i in range(args.concurrent)]
             started = time.perf_counter()
             with ThreadPoolExecutor(max_workers=args.concurrent) as pool:
                 concurrent = list(pool.map(lambda example: _call(client, example, options), burst))
             burst_seconds = time.perf_counter() - started
             translations = {text: _call(client, (text, direction), options)[2] for text, direction in EXAMPLES}
+            browser = browser_times(url, translations, args.sequential, args.warmup) if args.browser else None
     finally:
         if app is not None:
             app.close()
@@ -187,16 +282,30 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         }
 
     report = {
-        "benchmark": "demo /translate latency (gradio_client, end to end)",
+        "benchmark": "demo latency (gradio_client end to end, and in a browser)",
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": machine(),
         **model_desc,
         "options": options or "model defaults",
         "sequential": summary(sequential),
+        "complete": {
+            "calls": len(complete),
+            "endpoints": ["/translate", *after],
+            "end_to_end": percentiles(complete),
+            "model": None,
+            "raw_end_to_end_s": [round(seconds, 4) for seconds in complete],
+        },
         "concurrent": {**summary(concurrent), "threads": args.concurrent, "wall_s": round(burst_seconds, 3)},
         "translations": translations,
     }
     report["concurrent"]["throughput_per_s"] = round(args.concurrent / burst_seconds, 3)
+    if browser is not None:
+        report["browser"] = {
+            "clicks": len(browser["translation"]),
+            "translation": percentiles(browser["translation"]),
+            "everything": percentiles(browser["everything"]),
+            "raw_s": {key: [round(seconds, 4) for seconds in values] for key, values in browser.items()},
+        }
     if args.floor and not args.url:
         floor = gradio_floor(args.sequential, args.concurrency_limit)
         report["gradio_floor"] = {"calls": len(floor), "end_to_end": percentiles(floor), "model": None}
@@ -215,7 +324,8 @@ def print_table(report: dict[str, Any]) -> None:
     header = f"{'run':<30}{'calls':>6}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}{'mean ms':>10}{'max ms':>10}"
     print(header)
     print("-" * len(header))
-    sections = [("sequential", "sequential"), (f"concurrent ({report['concurrent']['threads']})", "concurrent")]
+    sections = [("sequential", "sequential"), ("complete request", "complete")]
+    sections.append((f"concurrent ({report['concurrent']['threads']})", "concurrent"))
     if "gradio_floor" in report:
         sections.append(("echo endpoint", "gradio_floor"))
     for name, key in sections:
@@ -229,6 +339,15 @@ def print_table(report: dict[str, Any]) -> None:
                 f"{label:<30}{section['calls']:>6}{stats['p50_ms']:>10.0f}{stats['p90_ms']:>10.0f}"
                 f"{stats['p99_ms']:>10.0f}{stats['mean_ms']:>10.0f}{stats['max_ms']:>10.0f}"
             )
+    if "browser" in report:
+        browser = report["browser"]
+        for part, label in (("translation", "browser, translation shown"), ("everything", "browser, everything shown")):
+            stats = browser[part]
+            print(
+                f"{label:<30}{browser['clicks']:>6}{stats['p50_ms']:>10.0f}{stats['p90_ms']:>10.0f}"
+                f"{stats['p99_ms']:>10.0f}{stats['mean_ms']:>10.0f}{stats['max_ms']:>10.0f}"
+            )
+    print(f"complete request: {', '.join(report['complete']['endpoints'])}")
     burst = report["concurrent"]
     print(f"burst of {burst['threads']}: {burst['wall_s']:.2f} s wall, {burst['throughput_per_s']:.2f} requests/s")
 
@@ -251,6 +370,11 @@ def main(argv: list[str] | None = None) -> int:
         help="what chooses the translation in the app (default: auto, CTranslate2 when installed)",
     )
     parser.add_argument(
+        "--browser",
+        action="store_true",
+        help=f"also time clicks on the course examples in Chromium ({CHROMIUM}, through playwright)",
+    )
+    parser.add_argument(
         "--no-floor",
         dest="floor",
         action="store_false",
@@ -262,6 +386,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.sequential < 1 or args.concurrent < 1:
         parser.error("--sequential and --concurrent must be at least 1")
+    if args.browser and not CHROMIUM.exists():
+        parser.error(f"--browser needs Chromium at {CHROMIUM} (Debian: apt-get install chromium)")
+    if args.browser and (args.num_beams is not None or args.max_new_tokens is not None):
+        parser.error("--browser clicks the page with its own decoding options: leave out --num-beams/--max-new-tokens")
     report = run(args)
     print_table(report)
     args.out.parent.mkdir(parents=True, exist_ok=True)

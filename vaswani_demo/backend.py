@@ -6,7 +6,8 @@ lines between the two sentences, a bertviz page in an iframe) and never run the 
 read as the model's `config.alignment` says (layer, heads, shift) unless the user chooses otherwise. `ablate`
 translates the last sentence again with chosen heads switched off (`vaswani_inspect.ablate_heads`), in a copy of the
 model that only ablations use, so that translations served at the same time never see the switched-off heads.
-`translate_outputs` is everything the ``/translate`` endpoint returns. One backend serves every request: the model
+`translate_outputs`, `alignment_outputs`, `view_output` and `record_output` are what the API's endpoints return: the
+translation first, then the figures and the record's file from its record. One backend serves every request: the model
 is shared by Gradio's worker threads, which `hf_vaswani`'s model supports, and the run counter is guarded by a
 lock.
 
@@ -53,7 +54,7 @@ from vaswani_inspect import (
 from vaswani_inspect.ablation import head_counts
 from vaswani_inspect.record import check_alignment
 
-from .checks import choice, head_choice, layer_choice, shown, text_notes, whole_number
+from .checks import choice, flag, head_choice, layer_choice, shown, text_notes, whole_number
 from .embed import iframe_html, placeholder_html, view_height
 from .figures import label_figure, settings_text
 from .settings import FILE_TTL_SECONDS, HEAD_LABEL, KINDS, MAX_BEAMS, MEAN, MODEL_ALIGNER, MODEL_ENV, UNITS, VIEWS
@@ -208,14 +209,7 @@ class DemoBackend:
         return None, [message(language, key, **fields) for key, fields in notes]
 
     def check_options(
-        self,
-        num_beams: Any = None,
-        max_new_tokens: Any = None,
-        layer: Any = None,
-        head: Any = None,
-        unit: Any = None,
-        view: Any = None,
-        kind: Any = None,
+        self, num_beams: Any = None, max_new_tokens: Any = None, layer: Any = None, head: Any = None
     ) -> dict[str, Any]:
         """The ``/translate`` options as the backend uses them (empty: the default); `Refusal` for a value out of
         range or not among the choices."""
@@ -226,7 +220,26 @@ class DemoBackend:
             ),
             "layer": layer_choice(layer, self.decoder_layers),
             "head": head_choice(head, self.decoder_heads),
+        }
+
+    def check_alignment_options(
+        self, layer: Any = None, head: Any = None, unit: Any = None, shift: Any = None, skip_punctuation: Any = None
+    ) -> dict[str, Any]:
+        """The ``/alignment`` options (empty: the model's configuration, words, punctuation skipped); `Refusal` for a
+        value out of range or not among the choices."""
+        return {
+            "layer": layer_choice(layer, self.decoder_layers),
+            "head": head_choice(head, self.decoder_heads),
             "unit": choice(unit, UNITS, "words", "option.unit"),
+            "shift": flag(shift, None, "option.shift"),
+            "skip_punctuation": flag(skip_punctuation, True, "option.skip_punctuation"),
+        }
+
+    @staticmethod
+    def check_view_options(view: Any = None, kind: Any = None) -> dict[str, str]:
+        """The ``/view`` options (empty: the head view of the encoder); `Refusal` for a value not among the
+        choices."""
+        return {
             "view": choice(view, VIEWS, "head", "option.view"),
             "kind": choice(kind, KINDS, "encoder", "option.kind"),
         }
@@ -377,21 +390,37 @@ class DemoBackend:
         if record is None:
             return None, []
         settings = self._settings(record, layer, head, shift)
-        pairs: list[list[Any]] = []
-        try:
-            matrix = alignment_matrix(record, **settings, skip_punctuation=skip_punctuation)
-            sources, targets = source_words(record), target_words(record)
-            links = align(record, **settings, skip_punctuation=skip_punctuation)
-            for i, j in sorted(links, key=lambda link: (link[1], link[0])):
-                pairs.append([targets[j], sources[i], round(float(matrix[j, i]), 3)])
-        except ValueError:  # no words on one side (e.g. an empty translation): no pairs, token heatmap
-            unit = "tokens"
-        if unit == "words":
+        pairs = self._pairs(record, settings, skip_punctuation)
+        if unit == "words" and pairs is not None:
             figure = plot_alignment(record, **settings, skip_punctuation=skip_punctuation)
             return label_figure(figure, "figure.alignment", settings, language), pairs
         # Token-level heatmaps show one reading: the first of an averaged configuration.
         first = {key: value for key, value in settings.items() if key != "average_with"}
-        return label_figure(self._token_heatmap(record, first), "figure.tokens", first, language), pairs
+        return label_figure(self._token_heatmap(record, first), "figure.tokens", first, language), pairs or []
+
+    def word_pairs(
+        self, record: Any, layer: Any = None, head: Any = None, shift: bool | None = None, skip_punctuation: bool = True
+    ) -> list[list[Any]]:
+        """The aligned word pairs of `alignment` without its figure (no pairs for `record=None` or a side without
+        words)."""
+        if record is None:
+            return []
+        return self._pairs(record, self._settings(record, layer, head, shift), skip_punctuation) or []
+
+    @staticmethod
+    def _pairs(record: Any, settings: dict[str, Any], skip_punctuation: bool) -> list[list[Any]] | None:
+        """Rows ``[target word, source word, weight]`` in target order; None when one side has no words (e.g. an
+        empty translation)."""
+        try:
+            matrix = alignment_matrix(record, **settings, skip_punctuation=skip_punctuation)
+            links = align(record, **settings, skip_punctuation=skip_punctuation)
+        except ValueError:
+            return None
+        sources, targets = source_words(record), target_words(record)
+        return [
+            [targets[j], sources[i], round(float(matrix[j, i]), 3)]
+            for i, j in sorted(links, key=lambda link: (link[1], link[0]))
+        ]
 
     def _settings(self, record: Any, layer: Any, head: Any, shift: bool | None) -> dict[str, Any]:
         """`vaswani_inspect.alignment_settings` for the controls' choices: the model's configuration (averaged
@@ -616,30 +645,72 @@ class DemoBackend:
         max_new_tokens: Any = None,
         layer: Any = None,
         head: Any = None,
-        unit: Any = "words",
-        view: Any = "head",
-        kind: Any = "encoder",
         *,
         language: str = DEFAULT_LANGUAGE,
     ) -> tuple[TranslationResult, tuple[Any, ...]]:
-        """Everything ``/translate`` returns: (result, (translation, status, figure, pairs, view HTML, JSON path,
-        record)), every sentence in `language`. Every option is checked before the model runs; the heatmap
-        and pairs use the model's shift and skip punctuation (`alignment` defaults)."""
+        """Everything ``/translate`` returns: (result, (translation, status, word pairs, record)), every sentence in
+        `language`. Every option is checked before the model runs; the pairs are read with the model's shift,
+        punctuation skipped (`word_pairs` defaults). Nothing is drawn or written: `alignment_outputs`, `view_output`
+        and `record_output` work from the record afterwards, so that the translation waits for none of them."""
         try:
-            options = self.check_options(num_beams, max_new_tokens, layer, head, unit, view, kind)
+            options = self.check_options(num_beams, max_new_tokens, layer, head)
         except Refusal as refusal:
             result = TranslationResult(status=refusal.told(language))
         else:
             result = self.translate(text, direction, options["num_beams"], options["max_new_tokens"], language=language)
         if not result.ok:
-            return result, ("", result.status, None, [], self.placeholder(language), None, None)
+            return result, ("", result.status, [], None)
         record = result.record
         try:
-            figure, pairs = self.alignment(record, layer, head, options["unit"], language=language)
-            page = self.view(record, options["view"], options["kind"], language)
-            path = self.save_record(record)
-        except Exception as error:  # noqa: BLE001 - a drawing problem must not hide the translation
-            logger.exception("The demo could not draw the attention of %r", text)
+            pairs = self.word_pairs(record, layer, head)
+        except Exception as error:  # noqa: BLE001 - a problem with the pairs must not hide the translation
+            logger.exception("The demo could not read the alignment of %r", text)
             status = f"{result.status} {message(language, 'failed.attention', error=type(error).__name__)}"
-            return result, (result.translation, status, None, [], self.placeholder(language), None, record)
-        return result, (result.translation, result.status, figure, pairs, page, path, record)
+            return result, (result.translation, status, [], record)
+        return result, (result.translation, result.status, pairs, record)
+
+    def alignment_outputs(
+        self,
+        record: Any,
+        layer: Any = None,
+        head: Any = None,
+        unit: Any = None,
+        shift: Any = None,
+        skip_punctuation: Any = None,
+        *,
+        language: str = DEFAULT_LANGUAGE,
+    ) -> tuple[Any, Any, list[list[Any]]]:
+        """Everything ``/alignment`` returns for the session's last translation: (heatmap, alignment lines, word
+        pairs), titled in `language`.
+
+        Raises:
+            Refusal: no translation yet (`record` is None), or an option out of range or not among the choices.
+        """
+        if record is None:
+            raise Refusal("api.first")
+        options = self.check_alignment_options(layer, head, unit, shift, skip_punctuation)
+        shift, skip = options["shift"], options["skip_punctuation"]
+        figure, pairs = self.alignment(record, layer, head, options["unit"], shift, skip, language)
+        return figure, self.alignment_links(record, layer, head, shift, skip, language), pairs
+
+    def view_output(self, record: Any, view: Any = None, kind: Any = None, *, language: str = DEFAULT_LANGUAGE) -> str:
+        """What ``/view`` returns for the session's last translation: the bertviz page in an iframe (`view`).
+
+        Raises:
+            Refusal: no translation yet (`record` is None), or a view or kind not among the choices.
+        """
+        if record is None:
+            raise Refusal("api.first")
+        options = self.check_view_options(view, kind)
+        return self.view(record, options["view"], options["kind"], language)
+
+    def record_output(self, record: Any) -> str | None:
+        """What ``/record`` returns for the session's last translation: the path of its JSON file (`save_record`;
+        None once the backend is closed).
+
+        Raises:
+            Refusal: no translation yet (`record` is None).
+        """
+        if record is None:
+            raise Refusal("api.first")
+        return self.save_record(record)

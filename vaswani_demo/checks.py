@@ -1,9 +1,9 @@
-"""The demo's input rules: every value ``/translate`` and the controls send, checked before any model run.
+"""The demo's input rules: every value the API's endpoints and the controls send, checked before any model run.
 
 Each check returns the value in the form the backend uses, or raises `vaswani_demo.texts.Refusal`: a message key
-and its fields, which the backend tells in the language of the request. The ``/translate`` endpoint skips Gradio's
-own preprocessing (``preprocess=False``), so these checks see the raw values an API client sent (``"abc"`` for a
-number, a direction that is no choice) and answer them with the demo's sentences rather than Gradio's generic error.
+and its fields, which the backend tells in the language of the request. The endpoints skip Gradio's own
+preprocessing (``preprocess=False``), so these checks see the raw values an API client sent (``"abc"`` for a number,
+a direction that is no choice) and answer them with the demo's sentences rather than Gradio's generic error.
 
 Characters the tokenizer does not know follow the rule every command shares
 (`hf_vaswani.inference.unknown_characters`, `MAX_UNKNOWN_SHARE`): a text more than half of whose non-space
@@ -21,7 +21,7 @@ from hf_vaswani.tokenization import DIRECTIONS, direction_to_languages, source_w
 from .settings import MAX_CHARS, MEAN, MODEL_ALIGNER
 from .texts import Refusal
 
-__all__ = ["choice", "head_choice", "layer_choice", "shown", "text_notes", "whole_number"]
+__all__ = ["choice", "flag", "head_choice", "layer_choice", "shown", "text_notes", "whole_number"]
 
 #: How many characters of a refused value a message repeats.
 _SHOWN_CHARS = 40
@@ -62,6 +62,16 @@ def choice(value: Any, allowed: tuple[str, ...], default: str, key: str) -> str:
     if value is None or value == "":
         return default
     if not isinstance(value, str) or value not in allowed:
+        raise Refusal(key, value=shown(value))
+    return value
+
+
+def flag(value: Any, default: bool | None, key: str) -> bool | None:
+    """`value` when it is true or false (`default` when empty), else a `Refusal` with message `key`; a checkbox's
+    value, where an API client might send ``"yes"`` or ``1``."""
+    if value is None or value == "":
+        return default
+    if not isinstance(value, bool):
         raise Refusal(key, value=shown(value))
     return value
 

@@ -1,12 +1,17 @@
-"""What the demo's components do: the translate events run the model once (`DemoBackend.translate_outputs`), then
-draw the aligned words as lines; the layer, head, shift, skip-punctuation, unit, view and attention-kind controls
-redraw from the session's record without running it again; the ablation button translates the record's sentence
-again with the ticked heads off (`DemoBackend.ablation_outputs`).
+"""What the demo's components do: a translation runs the model once (`DemoBackend.translate_outputs`) and answers
+with the translation, the word pairs and the record; three events that follow it draw the heatmap with the alignment
+lines and the bertviz view from that record and offer its file, so that the translation waits for none of them
+(what the previous sentence left is cleared in the browser when a translation starts). The layer, head, shift,
+skip-punctuation, unit, view and attention-kind controls redraw from the session's record without running the
+model again; the ablation button translates the record's sentence again with the ticked heads off
+(`DemoBackend.ablation_outputs`).
 
-The translate button is the one named API endpoint, ``/translate``; Gradio documents it from the signature and
-docstring of the function `translate_handler` returns. It takes the values as sent (``preprocess=False``): the
-backend checks every one and answers a bad one with its own sentence, not Gradio's generic error. The other events
-are private.
+The API has four named endpoints: ``/translate`` (the translate button), then ``/alignment``, ``/view`` and
+``/record``, which work from the last translation of the caller's session (a `gradio_client.Client` keeps one). These
+three hang on a button that is never shown, so that they can refuse a call without a translation with a clear error
+while the page's own redraws, before any translation, quietly draw nothing. Gradio documents each endpoint from the
+signature and docstring of its function. They take the values as sent (``preprocess=False``): the backend checks
+every one and answers a bad one with its own sentence, not Gradio's generic error. The other events are private.
 
 Every handler answers in the language of its request (`request_language`: the ``Accept-Language`` header, which a
 browser sets from its language settings); the page's own texts are translated in the browser by Gradio's i18n.
@@ -23,11 +28,11 @@ import gradio as gr
 
 from .backend import DemoBackend
 from .layout import DemoLayout
-from .texts import DEFAULT_LANGUAGE, language_from_header, message
+from .texts import DEFAULT_LANGUAGE, Refusal, language_from_header, message
 
 __all__ = [
     "ablation_handler",
-    "after_translate_handler",
+    "after_translation_endpoints",
     "page_load_handler",
     "redraw_handlers",
     "request_language",
@@ -62,38 +67,33 @@ def translate_handler(backend: DemoBackend) -> Callable[..., tuple[Any, ...]]:
         max_new_tokens: float,
         layer: str,
         head: str,
-        unit: str,
-        view: str,
-        kind: str,
         request: gr.Request | None = None,
     ) -> tuple[Any, ...]:
-        """Translate a sentence and show what the attention heads did.
+        """Translate a sentence and read which source word each target word attended to most.
+
+        The figures and the attention record come from ``/alignment``, ``/view`` and ``/record``, called
+        afterwards with the same client: they work from this translation.
 
         Args:
             text: the sentence to translate (at most 500 characters and the model's token limit).
             direction: "es-en" (Spanish to English) or "en-es" (English to Spanish).
             num_beams: beam size, 1 (greedy) to 8.
             max_new_tokens: longest translation, in tokens.
-            layer: decoder layer of the cross-attention heatmap and word pairs: "mean" or "0", "1", ... (default:
-                the model's alignment configuration).
+            layer: decoder layer the word pairs are read from: "model" (the model's aligner), "mean" or "0", "1", ...
+                (default: the model's alignment configuration).
             head: head of that layer: "mean" (all heads) or "0", "1", ..., or several averaged, "1,3" (default: the
                 model's alignment configuration).
-            unit: heatmap over "words" (alignment links boxed) or subword "tokens".
-            view: bertviz "head" view or "model" view.
-            kind: attention shown by bertviz: "encoder", "decoder" or "cross".
 
         Returns:
             translation: the translation ("" when the input was refused).
             status: timing and notes, or the sentence explaining why the input was refused (in Spanish when the
                 request's Accept-Language prefers it).
-            alignment: the cross-attention heatmap (a plot), read with the model's shift, punctuation skipped.
-            pairs: aligned words, rows of [target word, source word, attention weight].
-            view: HTML, an iframe with the offline bertviz page in its srcdoc.
-            record: path of the attention record JSON (vaswani_inspect.AttentionRecord).
+            pairs: aligned words, rows of [target word, source word, attention weight], read with the model's shift,
+                punctuation skipped.
         """
         language = request_language(request)
         result, outputs = backend.translate_outputs(
-            text, direction, num_beams, max_new_tokens, layer, head, unit, view, kind, language=language
+            text, direction, num_beams, max_new_tokens, layer, head, language=language
         )
         if not result.ok:
             _warn(result.status)
@@ -103,8 +103,9 @@ def translate_handler(backend: DemoBackend) -> Callable[..., tuple[Any, ...]]:
 
 
 def redraw_handlers(backend: DemoBackend) -> tuple[Callable[..., tuple[Any, Any, Any]], Callable[..., str]]:
-    """(redraw the heatmap, the alignment lines and the word pairs, redraw the bertviz view) from a record; a drawing
-    error becomes a warning on the page (and a traceback in the log), never an error dialog."""
+    """The page's (heatmap, alignment lines and word pairs; bertviz view) from a record, after a translation and when
+    a control changes: nothing for no record; a drawing error becomes a warning on the page (and a traceback in the
+    log), never an error dialog."""
 
     def redraw_alignment(
         record: Any,
@@ -137,13 +138,21 @@ def redraw_handlers(backend: DemoBackend) -> tuple[Callable[..., tuple[Any, Any,
     return redraw_alignment, redraw_view
 
 
-def after_translate_handler(backend: DemoBackend) -> Callable[..., tuple[Any, Any, Any]]:
-    """What follows a translation on the page: the alignment lines, and the heatmap and pairs again when the shift
-    or skip-punctuation checkboxes differ from what ``/translate`` drew with (the model's shift, punctuation
-    skipped); otherwise those two are left as they are (`gr.skip()`)."""
-    redraw_alignment, _ = redraw_handlers(backend)
+def _api_error(language: str, error: Exception, failed: str) -> gr.Error:
+    """The error an API client gets: a refused call's sentence, or (logged) that drawing failed."""
+    if isinstance(error, Refusal):
+        return gr.Error(error.told(language), print_exception=False)
+    logger.exception("The demo could not draw for the API")
+    return gr.Error(message(language, failed, error=type(error).__name__), print_exception=False)
 
-    def after_translate(
+
+def after_translation_endpoints(
+    backend: DemoBackend,
+) -> tuple[Callable[..., tuple[Any, Any, Any]], Callable[..., str], Callable[..., str | None]]:
+    """The functions of the ``/alignment``, ``/view`` and ``/record`` endpoints: a call before any translation in its
+    session, or with a bad value, is an error (`gr.Error`) with the demo's sentence."""
+
+    def alignment(
         record: Any,
         layer: str,
         head: str,
@@ -152,18 +161,57 @@ def after_translate_handler(backend: DemoBackend) -> Callable[..., tuple[Any, An
         skip_punctuation: bool,
         request: gr.Request | None = None,
     ) -> tuple[Any, Any, Any]:
-        if bool(shift) != backend.alignment_config["shift"] or not skip_punctuation:
-            return redraw_alignment(record, layer, head, unit, shift, skip_punctuation, request)
+        """Draw the cross-attention of the session's last translation (from ``/translate``, same client).
+
+        Args:
+            layer: decoder layer: "model" (the model's aligner), "mean" or "0", "1", ... (default: the model's
+                alignment configuration).
+            head: head of that layer: "mean" (all heads) or "0", "1", ..., or several averaged, "1,3" (default: the
+                model's alignment configuration).
+            unit: heatmap over "words" (alignment links boxed) or subword "tokens".
+            shift: read each target word one step later, where it is the decoder's input (default: the model's).
+            skip_punctuation: punctuation words get no link (default: true).
+
+        Returns:
+            heatmap: the cross-attention heatmap (a plot).
+            links: the aligned words as lines between the two sentences (a plot).
+            pairs: aligned words, rows of [target word, source word, attention weight].
+        """
         language = request_language(request)
         try:
-            links = backend.alignment_links(record, layer, head, shift, skip_punctuation, language)
-            return gr.skip(), links, gr.skip()
-        except Exception as error:  # noqa: BLE001
-            logger.exception("The demo could not draw the alignment lines")
-            _warn(message(language, "failed.links", error=type(error).__name__))
-            return gr.skip(), None, gr.skip()
+            return backend.alignment_outputs(record, layer, head, unit, shift, skip_punctuation, language=language)
+        except Exception as error:  # noqa: BLE001 - told to the client in one sentence
+            raise _api_error(language, error, "failed.alignment") from None
 
-    return after_translate
+    def view(record: Any, view: str, kind: str, request: gr.Request | None = None) -> str:
+        """Draw the bertviz view of the session's last translation (from ``/translate``, same client).
+
+        Args:
+            view: bertviz "head" view or "model" view.
+            kind: attention shown: "encoder", "decoder" or "cross".
+
+        Returns:
+            view: HTML, an iframe with the offline bertviz page in its srcdoc.
+        """
+        language = request_language(request)
+        try:
+            return backend.view_output(record, view, kind, language=language)
+        except Exception as error:  # noqa: BLE001 - told to the client in one sentence
+            raise _api_error(language, error, "failed.view") from None
+
+    def record(record: Any, request: gr.Request | None = None) -> str | None:
+        """The attention record of the session's last translation (from ``/translate``, same client).
+
+        Returns:
+            record: path of the attention record JSON (vaswani_inspect.AttentionRecord).
+        """
+        language = request_language(request)
+        try:
+            return backend.record_output(record)
+        except Exception as error:  # noqa: BLE001 - told to the client in one sentence
+            raise _api_error(language, error, "failed.record") from None
+
+    return alignment, view, record
 
 
 def ablation_handler(backend: DemoBackend) -> Callable[..., tuple[Any, ...]]:
@@ -210,14 +258,20 @@ def page_load_handler(backend: DemoBackend) -> Callable[..., Any]:
     return load
 
 
+#: Clears what the previous sentence left (heatmap, lines, view, record file) in the browser as a translation starts,
+#: without a server round trip: it would otherwise stand next to the new translation until its own is drawn.
+_CLEAR_JS = "() => [null, null, '', null]"
+
+
 def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurrency_limit: int) -> None:
     """Attach the events to `app` and the components of `ui` (inside the same ``gr.Blocks`` context).
 
     The translate events and the ablation button share one queue slot pool (``concurrency_id="model"``,
-    `concurrency_limit` at a time); the redraws share another, so that redrawing never waits behind translations.
+    `concurrency_limit` at a time); the drawing events share another, so that drawing never waits behind
+    translations.
     """
-    inputs = [ui.text, ui.direction, ui.num_beams, ui.max_new_tokens, ui.layer, ui.head, ui.unit, ui.view, ui.kind]
-    outputs = [ui.translation, ui.status, ui.plot, ui.pairs, ui.views, ui.record_file, ui.record_state]
+    inputs = [ui.text, ui.direction, ui.num_beams, ui.max_new_tokens, ui.layer, ui.head]
+    outputs = [ui.translation, ui.status, ui.pairs, ui.record_state]
     model_events: dict[str, Any] = dict(
         fn=translate_handler(backend),
         inputs=inputs,
@@ -227,15 +281,34 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
         concurrency_limit=concurrency_limit,
     )
     redraw_alignment, redraw_view = redraw_handlers(backend)
-    redraw_events: dict[str, Any] = dict(api_visibility="private", concurrency_id="redraw", show_progress="minimal")
+    redraw_events: dict[str, Any] = dict(
+        api_visibility="private", concurrency_id="redraw", concurrency_limit=concurrency_limit, show_progress="minimal"
+    )
     alignment_inputs = [ui.record_state, ui.layer, ui.head, ui.unit, ui.shift, ui.skip_punctuation]
     alignment_outputs = [ui.plot, ui.links, ui.pairs]
-    after_events: dict[str, Any] = dict(
-        fn=after_translate_handler(backend), inputs=alignment_inputs, outputs=alignment_outputs, **redraw_events
-    )
-    ui.button.click(api_name="translate", **model_events).then(**after_events)
-    ui.text.submit(api_visibility="private", **model_events).then(**after_events)
-    ui.examples.load_input_event.then(api_visibility="private", **model_events).then(**after_events)
+    view_inputs = [ui.record_state, ui.view, ui.kind]
+    stale = [ui.plot, ui.links, ui.views, ui.record_file]
+    clear: dict[str, Any] = dict(fn=None, js=_CLEAR_JS, outputs=stale, api_visibility="private", queue=False)
+
+    def after(translation: Any) -> None:
+        """Once `translation` (an event) has finished: draw its figures and offer its record, side by side."""
+        translation.then(redraw_alignment, inputs=alignment_inputs, outputs=alignment_outputs, **redraw_events)
+        translation.then(redraw_view, inputs=view_inputs, outputs=[ui.views], **redraw_events)
+        translation.then(backend.save_record, inputs=[ui.record_state], outputs=[ui.record_file], **redraw_events)
+
+    ui.button.click(**clear)
+    after(ui.button.click(api_name="translate", **model_events))
+    ui.text.submit(**clear)
+    after(ui.text.submit(api_visibility="private", **model_events))
+    example_loaded = ui.examples.load_input_event.then(**clear)
+    after(example_loaded.then(api_visibility="private", **model_events))
+
+    alignment_endpoint, view_endpoint, record_endpoint = after_translation_endpoints(backend)
+    api_events: dict[str, Any] = dict(preprocess=False, concurrency_id="redraw", concurrency_limit=concurrency_limit)
+    trigger = ui.api_trigger.click
+    trigger(alignment_endpoint, inputs=alignment_inputs, outputs=alignment_outputs, api_name="alignment", **api_events)
+    trigger(view_endpoint, inputs=view_inputs, outputs=[ui.views], api_name="view", **api_events)
+    trigger(record_endpoint, inputs=[ui.record_state], outputs=[ui.record_file], api_name="record", **api_events)
 
     ablation_inputs = [ui.record_state, ui.ablate_encoder, ui.ablate_decoder, ui.ablate_cross]
     ablation_inputs += [ui.layer, ui.head, ui.shift, ui.skip_punctuation]
@@ -252,7 +325,6 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
 
     for control in (ui.layer, ui.head, ui.unit, ui.shift, ui.skip_punctuation):
         control.change(redraw_alignment, inputs=alignment_inputs, outputs=alignment_outputs, **redraw_events)
-    view_inputs = [ui.record_state, ui.view, ui.kind]
     for control in (ui.view, ui.kind):
         control.change(redraw_view, inputs=view_inputs, outputs=[ui.views], **redraw_events)
     app.load(page_load_handler(backend), outputs=[ui.pairs], api_visibility="private", queue=False)

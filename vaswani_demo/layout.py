@@ -89,6 +89,8 @@ class DemoLayout:
     views: gr.HTML
     # the record of the session's last translation, which every redraw reads
     record_state: gr.State
+    # never shown: what the API's /alignment and /view endpoints hang on (the page draws through its own events)
+    api_trigger: gr.Button
 
 
 def build_layout(backend: DemoBackend, i18n: gr.I18n) -> DemoLayout:
@@ -111,8 +113,16 @@ def build_layout(backend: DemoBackend, i18n: gr.I18n) -> DemoLayout:
     ablation = _ablation_section(backend, i18n)
     bertviz = _bertviz_section(i18n)
     record_state = gr.State(None, time_to_live=STATE_TTL_SECONDS)
+    api_trigger = gr.Button(visible=False, elem_id="api-trigger")
     return DemoLayout(
-        **inputs, examples=examples, **outputs, **alignment, **ablation, **bertviz, record_state=record_state
+        **inputs,
+        examples=examples,
+        **outputs,
+        **alignment,
+        **ablation,
+        **bertviz,
+        record_state=record_state,
+        api_trigger=api_trigger,
     )
 
 

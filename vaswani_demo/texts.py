@@ -253,6 +253,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "option.unit": 'The heatmap unit must be "words" or "tokens", got {value}.',
         "option.view": 'The bertviz view must be "head" or "model", got {value}.',
         "option.kind": 'The attention kind must be "encoder", "decoder" or "cross", got {value}.',
+        "option.shift": "The shift must be true or false, got {value}.",
+        "option.skip_punctuation": "Skip punctuation must be true or false, got {value}.",
         "failed.extract": "This text cannot be translated: {error}",
         "failed.model": (
             "Something went wrong while translating ({error}); the server log has the details. Try another sentence."
@@ -271,6 +273,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "failed.alignment": "The alignment could not be drawn ({error}).",
         "failed.links": "The alignment lines could not be drawn ({error}).",
         "failed.view": "The view could not be drawn ({error}).",
+        "failed.record": "The attention record could not be written ({error}).",
+        "api.first": (
+            "There is no translation yet: call /translate first, with the same client (the figures and the record "
+            "come from the last translation of its session)."
+        ),
         "view.title": "bertviz {view}: {kind}",
         "view.head": "head view",
         "view.model": "model view",
@@ -343,6 +350,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "option.unit": 'La unidad del mapa de calor debe ser "words" (palabras) o "tokens"; se recibió {value}.',
         "option.view": 'La vista de bertviz debe ser "head" (cabezas) o "model" (modelo); se recibió {value}.',
         "option.kind": 'El tipo de atención debe ser "encoder", "decoder" o "cross"; se recibió {value}.',
+        "option.shift": "El desplazamiento debe ser true (verdadero) o false (falso); se recibió {value}.",
+        "option.skip_punctuation": (
+            "Omitir la puntuación debe ser true (verdadero) o false (falso); se recibió {value}."
+        ),
         "failed.extract": "Este texto no se puede traducir: {error}",
         "failed.model": (
             "Algo salió mal al traducir ({error}); el registro del servidor tiene los detalles. Prueba con otra "
@@ -360,6 +371,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "failed.alignment": "No se pudo dibujar el alineamiento ({error}).",
         "failed.links": "No se pudieron dibujar las líneas de alineamiento ({error}).",
         "failed.view": "No se pudo dibujar la vista ({error}).",
+        "failed.record": "No se pudo escribir el registro de atención ({error}).",
+        "api.first": (
+            "Todavía no hay ninguna traducción: llama primero a /translate con el mismo cliente (las figuras y el "
+            "registro salen de la última traducción de su sesión)."
+        ),
         "view.title": "bertviz, {view}: {kind}",
         "view.head": "vista de cabezas",
         "view.model": "vista del modelo",

@@ -133,7 +133,7 @@ def test_the_panel_is_on_the_page_and_not_in_the_api(backend):
     panel = ("ablate-encoder", "ablate-decoder", "ablate-cross", "ablate-button", "ablation-status")
     assert set(panel) | {"ablation-original", "ablation-translation", "ablation-links"} <= set(components)
     assert components["ablate-cross"].choices[0][0] == "L0 H0" and components["ablate-cross"].value == []
-    assert list(app.get_api_info()["named_endpoints"]) == ["/translate"]
+    assert list(app.get_api_info()["named_endpoints"]) == ["/translate", "/alignment", "/view", "/record"]
 
 
 @pytest.mark.browser

@@ -1,9 +1,9 @@
 """Tests of the translate-and-inspect demo (`vaswani_demo`, `demo/app.py`, ``hf-vaswani demo``).
 
 One app is launched for the whole module on 127.0.0.1 (a free port) and driven through `gradio_client` (the
-``/translate`` endpoint), with 20 concurrent requests, and through a real browser (Debian's chromium, marked
-``browser``). The model is the shipped checkpoint when it exists (or ``$VASWANI_DEMO_TEST_MODEL``), else a tiny
-random-weight model written for the module (`vaswani_demo.testing`).
+``/translate`` endpoint, then ``/alignment``, ``/view`` and ``/record``), with 20 concurrent requests, and through a
+real browser (Debian's chromium, marked ``browser``). The model is the shipped checkpoint when it exists (or
+``$VASWANI_DEMO_TEST_MODEL``), else a tiny random-weight model written for the module (`vaswani_demo.testing`).
 """
 
 from __future__ import annotations
@@ -85,9 +85,18 @@ def client(served, tmp_path_factory: pytest.TempPathFactory):
 
 def _translate(client, text: str, direction: str = "es-en", **options) -> dict:
     outputs = client.predict(text, direction, **options, api_name="/translate")
-    names = ("translation", "status", "plot", "pairs", "view", "record")
+    names = ("translation", "status", "pairs")
     assert len(outputs) == len(names)
     return dict(zip(names, outputs))
+
+
+def _everything(client, text: str, direction: str = "es-en", kind: str = "encoder", **options) -> dict:
+    """`_translate`, then what the page shows of it: /alignment, /view (of `kind`) and /record, same session."""
+    out = _translate(client, text, direction, **options)
+    plot, links, pairs = client.predict(api_name="/alignment")
+    assert pairs == out["pairs"]  # the defaults of both: the model's configuration, punctuation skipped
+    view = client.predict(kind=kind, api_name="/view")
+    return {**out, "plot": plot, "links": links, "view": view, "record": client.predict(api_name="/record")}
 
 
 # ------------------------------------------------------------------------------------------- without a server
@@ -274,10 +283,9 @@ def test_alignment_controls_change_the_drawn_links(model_path: str):
 
 
 def test_alignment_controls_start_at_the_model_configuration(tmp_path: Path):
-    import gradio as gr
     from matplotlib.figure import Figure
 
-    from vaswani_demo.events import after_translate_handler
+    from vaswani_demo.events import redraw_handlers
 
     folder = write_tiny_model(tmp_path / "tiny")
     configured = {"layer": 1, "heads": [2], "shift": True}
@@ -301,13 +309,14 @@ def test_alignment_controls_start_at_the_model_configuration(tmp_path: Path):
     links = backend.alignment_links(record)
     assert "layer 1, head 2, shifted" in links.axes[0].get_title()
     assert _drawn_links(links) == _expected_links(links, record, configured, True)
-    # After a translation the page draws the lines, and redraws the heatmap only if a checkbox differs from it.
-    after = after_translate_handler(backend)
-    kept = after(record, "1", "2", "words", True, True)
-    assert kept[0] == gr.skip() and kept[2] == gr.skip() and isinstance(kept[1], Figure)
-    redrawn = after(record, "1", "2", "words", False, True)
-    assert isinstance(redrawn[0], Figure) and "shifted" not in redrawn[0].axes[0].get_title()
-    assert isinstance(redrawn[2], list) and isinstance(redrawn[1], Figure)
+    # After a translation the page draws with its controls, which start at the configuration /translate read the
+    # word pairs with; unticking the shift draws without it.
+    redraw_alignment, _ = redraw_handlers(backend)
+    drawn, lines, drawn_pairs = redraw_alignment(record, "1", "2", "words", True, True)
+    assert "layer 1, head 2, shifted" in drawn.axes[0].get_title() and isinstance(lines, Figure)
+    assert drawn_pairs == backend.translate_outputs("el gato negro", "es-en")[1][2]
+    unshifted, _, _ = redraw_alignment(record, "1", "2", "words", False, True)
+    assert "shifted" not in unshifted.axes[0].get_title()
 
     # A configuration that averages several heads is one more head choice, and the default.
     write_alignment_config(folder, {"layer": "mean", "heads": [1, 3], "shift": False})
@@ -348,31 +357,84 @@ def test_alignment_controls_start_at_the_model_configuration(tmp_path: Path):
 # ------------------------------------------------------------------------------------ through gradio_client
 
 
-def test_api_has_one_documented_endpoint(client):
+def test_api_documents_four_endpoints(client):
     api = client.view_api(return_format="dict", print_info=False)
-    assert list(api["named_endpoints"]) == ["/translate"]
-    endpoint = api["named_endpoints"]["/translate"]
-    names = [p["parameter_name"] for p in endpoint["parameters"]]
-    assert names == ["text", "direction", "num_beams", "max_new_tokens", "layer", "head", "unit", "view", "kind"]
-    assert [p["parameter_has_default"] for p in endpoint["parameters"]] == [False] + [True] * 8
-    assert [r["label"] for r in endpoint["returns"]] == [
-        "Translation",
-        "Status",
-        "Cross-attention heatmap",
-        "Aligned words",
-        "bertviz view",
-        "Attention record (JSON)",
-    ]
+    endpoints = api["named_endpoints"]
+    assert list(endpoints) == ["/translate", "/alignment", "/view", "/record"]
+
+    def parameters(name: str) -> list[str]:
+        return [p["parameter_name"] for p in endpoints[name]["parameters"]]
+
+    def returns(name: str) -> list[str]:
+        return [r["label"] for r in endpoints[name]["returns"]]
+
+    assert parameters("/translate") == ["text", "direction", "num_beams", "max_new_tokens", "layer", "head"]
+    assert [p["parameter_has_default"] for p in endpoints["/translate"]["parameters"]] == [False] + [True] * 5
+    assert returns("/translate") == ["Translation", "Status", "Aligned words"]
+    assert parameters("/alignment") == ["layer", "head", "unit", "shift", "skip_punctuation"]
+    assert returns("/alignment") == ["Cross-attention heatmap", "Alignment lines", "Aligned words"]
+    assert parameters("/view") == ["view", "kind"] and returns("/view") == ["bertviz view"]
+    assert parameters("/record") == [] and returns("/record") == ["Attention record (JSON)"]
+    assert all(p["parameter_has_default"] for name in ("/alignment", "/view") for p in endpoints[name]["parameters"])
+
+
+def test_translate_draws_nothing(served, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """/translate answers without drawing a figure or writing a file: those wait for /alignment, /view, /record."""
+    from gradio_client import Client
+
+    import vaswani_demo.backend
+
+    app, url = served
+
+    def never(*args, **kwargs):
+        raise AssertionError("/translate drew or wrote something")
+
+    for name in ("plot_alignment", "plot_alignment_links", "plot_heatmap", "head_view_html", "model_view_html"):
+        monkeypatch.setattr(vaswani_demo.backend, name, never)
+    monkeypatch.setattr(app.demo_backend, "save_record", never)
+    client = Client(url, verbose=False, analytics_enabled=False, download_files=str(tmp_path))
+    out = _translate(client, "el gato negro")
+    assert out["status"].startswith("Translated") and out["translation"] and out["pairs"]["data"]
+
+
+def test_drawing_before_translating_is_a_clear_error(served, tmp_path: Path):
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    _, url = served
+    fresh = Client(url, verbose=False, analytics_enabled=False, download_files=str(tmp_path))  # a new session
+    for endpoint in ("/alignment", "/view", "/record"):
+        with pytest.raises(
+            AppError, match=r"^There is no translation yet: call /translate first, with the same client"
+        ):
+            fresh.predict(api_name=endpoint)
+
+
+def test_each_session_draws_its_own_translation(served, tmp_path: Path):
+    from gradio_client import Client
+
+    _, url = served
+    first, second = (
+        Client(url, verbose=False, analytics_enabled=False, download_files=str(tmp_path / name)) for name in "ab"
+    )
+    assert _translate(first, "el gato negro")["status"].startswith("Translated")
+    assert _translate(second, "The cat ate the mouse.", "en-es")["status"].startswith("Translated")
+    assert "cross-attention" in first.predict(kind="cross", api_name="/view").lower()
+    from vaswani_inspect import AttentionRecord
+
+    assert AttentionRecord.load(first.predict(api_name="/record")).source_text == "el gato negro"
+    assert AttentionRecord.load(second.predict(api_name="/record")).source_text == "The cat ate the mouse."
 
 
 @pytest.mark.parametrize(("text", "direction"), EXAMPLES)
 def test_course_examples(client, trained: bool, text: str, direction: str):
     from vaswani_inspect import AttentionRecord
 
-    out = _translate(client, text, direction, kind="cross")
+    out = _everything(client, text, direction, kind="cross")
     assert out["translation"].strip(), out["status"]
     assert out["status"].startswith("Translated"), out["status"]
-    assert out["plot"]["type"] == "matplotlib" and out["plot"]["plot"].startswith("data:image/png;base64,")
+    for figure in (out["plot"], out["links"]):
+        assert figure["type"] == "matplotlib" and figure["plot"].startswith("data:image/png;base64,")
     pairs = out["pairs"]
     assert pairs["headers"] == ["target word", "source word", "weight"] and pairs["data"]
     sources = set(text.replace(".", " .").split()) | set(text.split())
@@ -406,11 +468,14 @@ def test_course_examples(client, trained: bool, text: str, direction: str):
     ids=["empty", "whitespace", "too-many-characters", "too-many-tokens", "emoji-only"],
 )
 def test_bad_input_gets_a_message(client, text: str, message: str):
+    from gradio_client.exceptions import AppError
+
     out = _translate(client, text)
     assert out["translation"] == ""
     assert message in out["status"] and "Traceback" not in out["status"]
-    assert out["plot"] is None and out["record"] is None and not out["pairs"]["data"]
-    assert "<iframe" not in out["view"]
+    assert not out["pairs"]["data"]
+    with pytest.raises(AppError, match="There is no translation yet"):  # the refused text left no record behind
+        client.predict(api_name="/alignment")
 
 
 def test_emoji_inside_a_sentence_is_translated_with_a_note(client):
@@ -420,7 +485,7 @@ def test_emoji_inside_a_sentence_is_translated_with_a_note(client):
 
 
 def test_html_input_stays_text(client):
-    out = _translate(client, XSS, "en-es", kind="cross")
+    out = _everything(client, XSS, "en-es", kind="cross")
     assert out["status"].startswith("Translated"), out["status"]
     # Outside the srcdoc attribute there is only the iframe tag; inside it every "<" is escaped.
     assert "<script" not in out["view"] and "<img" not in out["view"]
@@ -489,6 +554,7 @@ def test_browser_translate_and_inspect(served):
             expect(frame.locator("svg").first).to_be_visible(timeout=60_000)
             assert frame.locator("svg text").count() > 0
             expect(page.locator("#alignment-plot img").first).to_be_visible(timeout=60_000)
+            expect(page.locator("#record-file a").first).to_be_visible(timeout=60_000)
 
             runs = backend.model_runs
             page.locator("#kind label").filter(has_text="Cross-attention").click()
@@ -523,9 +589,18 @@ def test_browser_translate_and_inspect(served):
             page.wait_for_timeout(1000)
             page.screenshot(path=str(artifacts / "demo.png"), full_page=True)
 
+            # A new sentence replaces every figure and the record file; none of the old ones stays next to it.
+            old = {
+                "plot": page.locator("#alignment-plot img").first.get_attribute("src"),
+                "links": links.get_attribute("src"),
+                "record": page.locator("#record-file a").first.get_attribute("href"),
+            }
             source.fill(XSS)
             page.locator("#translate-button").click()
             expect(frame.locator("h1")).to_have_text(XSS, timeout=120_000)
+            expect(page.locator("#alignment-plot img").first).not_to_have_attribute("src", old["plot"], timeout=60_000)
+            expect(links).not_to_have_attribute("src", old["links"], timeout=60_000)
+            expect(page.locator("#record-file a").first).not_to_have_attribute("href", old["record"], timeout=60_000)
             page.wait_for_timeout(500)
 
             page.get_by_role("button", name=re.compile(r"^The cat ate the mouse\.")).click()

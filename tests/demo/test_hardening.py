@@ -1,4 +1,4 @@
-"""The demo loses nothing and shows no traceback: every ``/translate`` value is checked by the demo itself (through
+"""The demo loses nothing and shows no traceback: every value of its API is checked by the demo itself (through
 `gradio_client`, raw values included); the limits and the unknown-character rule are the ones the commands share
 (`hf_vaswani.commands.MAX_NUM_BEAMS`, `hf_vaswani.inference`); ``hf-vaswani demo --device bogus`` is one line; the
 record files are written atomically and removed when the app closes or the process ends, and Gradio's cache is
@@ -75,9 +75,6 @@ BAD_VALUES = [
     ({"layer": "first"}, "The decoder layer must be"),
     ({"head": "1,x"}, 'The head must be "mean", a head from 0 to {head} or several heads separated by commas'),
     ({"head": "99"}, "The head must be"),
-    ({"unit": "pixels"}, 'The heatmap unit must be "words" or "tokens", got \'pixels\'.'),
-    ({"view": "table"}, 'The bertviz view must be "head" or "model", got \'table\'.'),
-    ({"kind": "self"}, 'The attention kind must be "encoder", "decoder" or "cross", got \'self\'.'),
     ({"text": 123}, "The text must be a string, got int."),
     ({"text": None}, "The text box is empty"),
 ]
@@ -89,8 +86,7 @@ def test_api_answers_bad_values_with_the_demos_own_sentence(client, backend, val
     arguments = {"text": "el gato negro", "direction": "es-en", **values}
     text, direction = arguments.pop("text"), arguments.pop("direction")
     runs = backend.model_runs
-    outputs = client.predict(text, direction, **arguments, api_name="/translate")
-    translation, status, plot, pairs, view, record = outputs
+    translation, status, pairs = client.predict(text, direction, **arguments, api_name="/translate")
     expected = expected.format(
         beams=backend.max_beams,
         tokens=backend.max_new_tokens_limit,
@@ -98,9 +94,36 @@ def test_api_answers_bad_values_with_the_demos_own_sentence(client, backend, val
         head=backend.decoder_heads - 1,
     )
     assert status.startswith(expected), status
-    assert translation == "" and plot is None and record is None and not pairs["data"]
-    assert "<iframe" not in view and "Traceback" not in status
+    assert translation == "" and not pairs["data"] and "Traceback" not in status
     assert backend.model_runs == runs, "a refused value ran the model"
+
+
+#: Values the drawing endpoints refuse (after a translation), and the start of their sentence.
+BAD_DRAWING_VALUES = [
+    ("/alignment", {"unit": "pixels"}, 'The heatmap unit must be "words" or "tokens", got \'pixels\'.'),
+    ("/alignment", {"layer": "99"}, 'The decoder layer must be "mean" or a whole number from 0 to {layer}, got'),
+    ("/alignment", {"head": "1,x"}, 'The head must be "mean", a head from 0 to {head} or several heads'),
+    ("/alignment", {"shift": "yes"}, "The shift must be true or false, got 'yes'."),
+    ("/alignment", {"skip_punctuation": 1}, "Skip punctuation must be true or false, got 1."),
+    ("/view", {"view": "table"}, 'The bertviz view must be "head" or "model", got \'table\'.'),
+    ("/view", {"kind": "self"}, 'The attention kind must be "encoder", "decoder" or "cross", got \'self\'.'),
+]
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "values", "expected"), BAD_DRAWING_VALUES, ids=[f"{e} {v}" for e, v, _ in BAD_DRAWING_VALUES]
+)
+def test_drawing_endpoints_refuse_bad_values_with_the_demos_own_sentence(
+    client, backend, endpoint: str, values: dict, expected: str
+):
+    from gradio_client.exceptions import AppError
+
+    assert client.predict("el gato negro", "es-en", num_beams=1, api_name="/translate")[1].startswith("Translated")
+    expected = expected.format(layer=backend.decoder_layers - 1, head=backend.decoder_heads - 1)
+    with pytest.raises(AppError) as refused:
+        client.predict(**values, api_name=endpoint)
+    assert str(refused.value).startswith(expected), str(refused.value)
+    assert client.predict(api_name=endpoint)  # the session's translation is still there to draw
 
 
 def test_api_accepts_numbers_as_strings_and_several_heads(client, backend):
@@ -208,6 +231,7 @@ def test_closing_the_app_removes_its_files(model_path: str, tmp_path: Path):
         )
         status = client.predict("el gato negro", "es-en", num_beams=1, max_new_tokens=8, api_name="/translate")[1]
         assert status.startswith("Translated"), status
+        assert Path(client.predict(api_name="/record")).is_file()
         assert any(folder.rglob("*.json"))
         cached = [Path(name) for files in app.temp_file_sets for name in files]
         assert any(path.suffix == ".json" and path.exists() for path in cached)

@@ -138,6 +138,8 @@ def test_every_text_of_the_page_is_an_i18n_key(backend):
     used = set()
     for component in app.config["components"]:
         props, kind = component["props"], component["type"]
+        if props.get("visible") is False:  # never shown (the API's trigger)
+            continue
         used |= set(_i18n_keys(props))
         for prop in ("label", "info", "placeholder"):
             assert props.get(prop) is None or isinstance(props[prop], I18nData), (kind, prop, props[prop])
@@ -196,18 +198,25 @@ def test_the_backend_speaks_spanish(backend):
 
 def test_api_answers_in_the_language_asked_for(url: str):
     from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    def client_for(headers: dict) -> Client:
+        return Client(url, verbose=False, analytics_enabled=False, headers=headers)
 
     def ask(headers: dict, *args, **options) -> tuple:
-        client = Client(url, verbose=False, analytics_enabled=False, headers=headers)
-        return client.predict(*args, **options, api_name="/translate")
+        return client_for(headers).predict(*args, **options, api_name="/translate")
 
     spanish = {"Accept-Language": "es-ES,es;q=0.9,en;q=0.5"}
-    translation, status, _, pairs, view, _ = ask(spanish, "the black cat", "en-es", num_beams=1, kind="cross")
+    client = client_for(spanish)
+    translation, status, pairs = client.predict("the black cat", "en-es", num_beams=1, api_name="/translate")
     assert translation and status.startswith("Traducido del inglés al español"), status
-    assert 'title="bertviz, vista de cabezas: Cross-attention"' in view
     assert pairs["headers"] == ["target word", "source word", "weight"]  # the API's table keeps its column names
+    assert 'title="bertviz, vista de cabezas: Cross-attention"' in client.predict(kind="cross", api_name="/view")
+    with pytest.raises(AppError, match="^La unidad del mapa de calor debe ser"):
+        client.predict(unit="px", api_name="/alignment")
+    with pytest.raises(AppError, match="^Todavía no hay ninguna traducción: llama primero a /translate"):
+        client_for(spanish).predict(api_name="/record")
     assert ask(spanish, "   ", "es-en")[1].startswith("El texto solo tiene espacios en blanco")
-    assert ask(spanish, "el gato negro", "es-en", unit="px")[1].startswith("La unidad del mapa de calor debe ser")
     assert ask({}, "   ", "es-en")[1].startswith("The text is only blank space")
     assert ask({"Accept-Language": "fr-FR"}, "el gato negro", "es-en", num_beams=1)[1].startswith("Translated")
 
