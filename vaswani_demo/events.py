@@ -102,10 +102,12 @@ def translate_handler(backend: DemoBackend) -> Callable[..., tuple[Any, ...]]:
     return translate
 
 
-def redraw_handlers(backend: DemoBackend) -> tuple[Callable[..., tuple[Any, Any, Any]], Callable[..., str]]:
-    """The page's (heatmap, alignment lines and word pairs; bertviz view) from a record, after a translation and when
-    a control changes: nothing for no record; a drawing error becomes a warning on the page (and a traceback in the
-    log), never an error dialog."""
+def redraw_handlers(
+    backend: DemoBackend,
+) -> tuple[Callable[..., tuple[Any, Any, Any]], Callable[..., str], Callable[..., str | None]]:
+    """The page's (heatmap, alignment lines and word pairs; bertviz view; record file) from a record, after a
+    translation and when a control changes: nothing for no record; an error becomes a warning on the page (and a
+    traceback in the log), never an error dialog."""
 
     def redraw_alignment(
         record: Any,
@@ -135,7 +137,15 @@ def redraw_handlers(backend: DemoBackend) -> tuple[Callable[..., tuple[Any, Any,
             _warn(message(language, "failed.view", error=type(error).__name__))
             return backend.placeholder(language)
 
-    return redraw_alignment, redraw_view
+    def offer_record(record: Any, request: gr.Request | None = None) -> str | None:
+        try:
+            return backend.save_record(record)
+        except Exception as error:  # noqa: BLE001
+            logger.exception("The demo could not write the attention record")
+            _warn(message(request_language(request), "failed.record", error=type(error).__name__))
+            return None
+
+    return redraw_alignment, redraw_view, offer_record
 
 
 def _api_error(language: str, error: Exception, failed: str) -> gr.Error:
@@ -280,7 +290,7 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
         concurrency_id="model",
         concurrency_limit=concurrency_limit,
     )
-    redraw_alignment, redraw_view = redraw_handlers(backend)
+    redraw_alignment, redraw_view, offer_record = redraw_handlers(backend)
     redraw_events: dict[str, Any] = dict(
         api_visibility="private", concurrency_id="redraw", concurrency_limit=concurrency_limit, show_progress="minimal"
     )
@@ -294,7 +304,7 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
         """Once `translation` (an event) has finished: draw its figures and offer its record, side by side."""
         translation.then(redraw_alignment, inputs=alignment_inputs, outputs=alignment_outputs, **redraw_events)
         translation.then(redraw_view, inputs=view_inputs, outputs=[ui.views], **redraw_events)
-        translation.then(backend.save_record, inputs=[ui.record_state], outputs=[ui.record_file], **redraw_events)
+        translation.then(offer_record, inputs=[ui.record_state], outputs=[ui.record_file], **redraw_events)
 
     ui.button.click(**clear)
     after(ui.button.click(api_name="translate", **model_events))

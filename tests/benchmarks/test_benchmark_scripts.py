@@ -8,6 +8,7 @@ import os
 import statistics
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -217,6 +218,30 @@ def test_bench_demo_times_the_demo_and_gradio_alone(tmp_path, capsys):
     assert completed.returncode == 0, completed.stderr[-2000:]
     report = json.loads(out.read_text())
     assert report["tiny_random_model"] and report["translation_backend"] == "torch"
-    assert report["sequential"]["calls"] == report["gradio_floor"]["calls"] == 2
+    assert report["sequential"]["calls"] == report["complete"]["calls"] == report["gradio_floor"]["calls"] == 2
+    assert report["complete"]["endpoints"] == ["/translate", "/alignment", "/view", "/record"]
     assert report["gradio_floor"]["end_to_end"]["p50_ms"] > 0
-    assert "echo endpoint, end to end" in completed.stdout
+    assert "echo endpoint, end to end" in completed.stdout and "complete request, end to end" in completed.stdout
+    assert "browser" not in report
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="Debian chromium is not installed")
+def test_bench_demo_times_the_page_in_a_browser(tmp_path):
+    pytest.importorskip("gradio")
+    pytest.importorskip("playwright")
+    out = tmp_path / "demo.json"
+    arguments = ["--tiny", "--backend", "torch", "--sequential", "2", "--concurrent", "1", "--warmup", "1"]
+    completed = subprocess.run(
+        [sys.executable, "benchmarks/bench_demo.py", *arguments, "--no-floor", "--browser", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    browser = json.loads(out.read_text())["browser"]
+    assert browser["clicks"] == 2
+    shown, everything = browser["raw_s"]["translation"], browser["raw_s"]["everything"]
+    assert all(0 < first <= last for first, last in zip(shown, everything))
+    assert "browser, everything shown" in completed.stdout

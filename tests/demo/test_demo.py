@@ -241,6 +241,31 @@ def test_redrawing_never_runs_the_model(model_path: str):
     assert backend.model_runs == 1
 
 
+def test_the_pages_drawing_warns_instead_of_failing(model_path: str, monkeypatch: pytest.MonkeyPatch):
+    """What follows a translation on the page: an error becomes a warning and an empty output, never an error
+    dialog; without a record (a refused text) there is nothing to draw."""
+    from vaswani_demo.events import redraw_handlers
+
+    backend = DemoBackend.load(model_path)
+    redraw_alignment, redraw_view, offer_record = redraw_handlers(backend)
+    record = backend.translate("el gato negro", "es-en", 1, 8).record
+    assert offer_record(None) is None and redraw_alignment(None, "0", "0", "words", False, True) == (None, None, [])
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(backend, "save_record", broken)
+    monkeypatch.setattr(backend, "alignment", broken)
+    monkeypatch.setattr(backend, "view", broken)
+    with pytest.warns(UserWarning, match=r"The attention record could not be written \(OSError\)"):
+        assert offer_record(record) is None
+    with pytest.warns(UserWarning, match=r"The alignment could not be drawn \(OSError\)"):
+        assert redraw_alignment(record, "0", "0", "words", False, True) == (None, None, [])
+    with pytest.warns(UserWarning, match=r"The view could not be drawn \(OSError\)"):
+        assert "<iframe" not in redraw_view(record, "head", "encoder")
+    backend.close()
+
+
 def _drawn_links(figure) -> list[tuple[float, float]]:
     """The (source x, target x) ends of every line of a `plot_alignment_links` figure."""
     return sorted((float(line.get_xdata()[0]), float(line.get_xdata()[1])) for line in figure.axes[0].lines)
@@ -311,7 +336,7 @@ def test_alignment_controls_start_at_the_model_configuration(tmp_path: Path):
     assert _drawn_links(links) == _expected_links(links, record, configured, True)
     # After a translation the page draws with its controls, which start at the configuration /translate read the
     # word pairs with; unticking the shift draws without it.
-    redraw_alignment, _ = redraw_handlers(backend)
+    redraw_alignment, *_ = redraw_handlers(backend)
     drawn, lines, drawn_pairs = redraw_alignment(record, "1", "2", "words", True, True)
     assert "layer 1, head 2, shifted" in drawn.axes[0].get_title() and isinstance(lines, Figure)
     assert drawn_pairs == backend.translate_outputs("el gato negro", "es-en")[1][2]
