@@ -204,44 +204,39 @@ def test_bench_inspect_help():
     assert completed.returncode == 0 and "usage: bench_inspect.py" in completed.stdout
 
 
-def test_bench_demo_times_the_demo_and_gradio_alone(tmp_path, capsys):
+def _bench_demo(tmp_path: Path, *arguments: str) -> tuple[str, dict]:
+    """(stdout, JSON report) of bench_demo.py on a tiny random model translated by PyTorch, two calls of each kind."""
     pytest.importorskip("gradio")
     out = tmp_path / "demo.json"
-    arguments = ["--tiny", "--backend", "torch", "--sequential", "2", "--concurrent", "2", "--warmup", "0"]
+    common = ["--tiny", "--backend", "torch", "--sequential", "2", "--out", str(out)]
     completed = subprocess.run(
-        [sys.executable, "benchmarks/bench_demo.py", *arguments, "--max-new-tokens", "4", "--out", str(out)],
+        [sys.executable, "benchmarks/bench_demo.py", *common, *arguments],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
-    report = json.loads(out.read_text())
+    return completed.stdout, json.loads(out.read_text())
+
+
+def test_bench_demo_times_the_demo_and_gradio_alone(tmp_path):
+    stdout, report = _bench_demo(tmp_path, "--concurrent", "2", "--warmup", "0", "--max-new-tokens", "4")
     assert report["tiny_random_model"] and report["translation_backend"] == "torch"
     assert report["sequential"]["calls"] == report["complete"]["calls"] == report["gradio_floor"]["calls"] == 2
     assert report["complete"]["endpoints"] == ["/translate", "/alignment", "/view", "/record"]
     assert report["gradio_floor"]["end_to_end"]["p50_ms"] > 0
-    assert "echo endpoint, end to end" in completed.stdout and "complete request, end to end" in completed.stdout
+    assert "echo endpoint, end to end" in stdout and "complete request, end to end" in stdout
     assert "browser" not in report
 
 
 @pytest.mark.browser
 @pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="Debian chromium is not installed")
 def test_bench_demo_times_the_page_in_a_browser(tmp_path):
-    pytest.importorskip("gradio")
     pytest.importorskip("playwright")
-    out = tmp_path / "demo.json"
-    arguments = ["--tiny", "--backend", "torch", "--sequential", "2", "--concurrent", "1", "--warmup", "1"]
-    completed = subprocess.run(
-        [sys.executable, "benchmarks/bench_demo.py", *arguments, "--no-floor", "--browser", "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    browser = json.loads(out.read_text())["browser"]
+    stdout, report = _bench_demo(tmp_path, "--concurrent", "1", "--warmup", "1", "--no-floor", "--browser")
+    browser = report["browser"]
     assert browser["clicks"] == 2
     shown, everything = browser["raw_s"]["translation"], browser["raw_s"]["everything"]
     assert all(0 < first <= last for first, last in zip(shown, everything))
-    assert "browser, everything shown" in completed.stdout
+    assert "browser, everything shown" in stdout
