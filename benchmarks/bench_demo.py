@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from hf_vaswani.backends import BACKEND_CHOICES  # noqa: E402
 from vaswani_demo import build_app, launch_app  # noqa: E402
 from vaswani_demo.settings import EXAMPLES  # noqa: E402
 from vaswani_demo.testing import is_tiny_model, shipped_checkpoint, write_tiny_model  # noqa: E402
@@ -365,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency-limit", type=int, default=2, help="the app's concurrency limit (default: 2)")
     parser.add_argument(
         "--backend",
-        choices=("auto", "ctranslate2", "torch"),
+        choices=BACKEND_CHOICES,
         default="auto",
         help="what chooses the translation in the app (default: auto, CTranslate2 when installed)",
     )

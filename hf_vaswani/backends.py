@@ -35,6 +35,7 @@ from .paths import default_model_path, looks_like_local_path
 
 __all__ = [
     "BACKENDS",
+    "BACKEND_CHOICES",
     "CTranslate2Translator",
     "ctranslate2_available",
     "default_quantization",
@@ -46,6 +47,8 @@ __all__ = [
 
 #: The values of ``--backend``: PyTorch (`generate()`) or CTranslate2.
 BACKENDS = ("torch", "ctranslate2")
+#: What a `--backend` option offers: "auto" (`resolve_backend`) and each backend.
+BACKEND_CHOICES = ("auto", "ctranslate2", "torch")
 
 #: Files whose content decides whether a cached export is still the model's.
 FINGERPRINTED = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")

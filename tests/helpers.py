@@ -5,6 +5,7 @@ packages. Fixtures built on these live in tests/conftest.py."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -12,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import pytest
 from transformers import PreTrainedTokenizerFast
 
 from hf_vaswani import VaswaniConfig, testing
@@ -20,6 +22,19 @@ from hf_vaswani.tokenization import train_tokenizer
 ROOT = Path(__file__).resolve().parent.parent
 #: The checkpoint shipped in the repository.
 CHECKPOINT = ROOT / "pretrained" / "vaswani-tatoeba-es-en"
+
+
+def unwritable_folder(tmp_path: Path) -> Path:
+    """A folder in which nothing can be created: read-only for a user; for root (who may write anywhere), /sys
+    (skips the test when there is none)."""
+    if os.geteuid() != 0:
+        folder = tmp_path / "read-only"
+        folder.mkdir()
+        folder.chmod(0o500)
+        return folder
+    if not Path("/sys").is_dir():
+        pytest.skip("running as root without /sys: no folder root cannot write into")
+    return Path("/sys")
 
 
 def tiny_config(**overrides: Any) -> VaswaniConfig:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hf_vaswani.backends import BACKEND_CHOICES
 from hf_vaswani.commands import positive_int
 from hf_vaswani.paths import DEFAULT_MODEL
 
@@ -78,7 +79,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
     parser.add_argument(
         "--backend",
-        choices=("auto", "ctranslate2", "torch"),
+        choices=BACKEND_CHOICES,
         default="auto",
         help="what chooses the translation: ctranslate2 (the model exported once, cached next to it; several times "
         "faster on CPUs), torch (generate()), or auto (default: ctranslate2 on the CPU when the [fast] extra is "

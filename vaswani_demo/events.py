@@ -102,65 +102,35 @@ def translate_handler(backend: DemoBackend) -> Callable[..., tuple[Any, ...]]:
     return translate
 
 
-def redraw_handlers(
-    backend: DemoBackend,
-) -> tuple[Callable[..., tuple[Any, Any, Any]], Callable[..., str], Callable[..., str | None]]:
-    """The page's (heatmap, alignment lines and word pairs; bertviz view; record file) from a record, after a
-    translation and when a control changes: nothing for no record; an error becomes a warning on the page (and a
-    traceback in the log), never an error dialog."""
-
-    def redraw_alignment(
-        record: Any,
-        layer: str,
-        head: str,
-        unit: str,
-        shift: bool,
-        skip_punctuation: bool,
-        request: gr.Request | None = None,
-    ) -> tuple[Any, Any, Any]:
-        language = request_language(request)
-        try:
-            figure, pairs = backend.alignment(record, layer, head, unit, shift, skip_punctuation, language)
-            links = backend.alignment_links(record, layer, head, shift, skip_punctuation, language)
-            return figure, links, pairs
-        except Exception as error:  # noqa: BLE001
-            logger.exception("The demo could not redraw the alignment")
-            _warn(message(language, "failed.alignment", error=type(error).__name__))
-            return None, None, []
-
-    def redraw_view(record: Any, view: str, kind: str, request: gr.Request | None = None) -> str:
-        language = request_language(request)
-        try:
-            return backend.view(record, view, kind, language)
-        except Exception as error:  # noqa: BLE001
-            logger.exception("The demo could not draw the bertviz view")
-            _warn(message(language, "failed.view", error=type(error).__name__))
-            return backend.placeholder(language)
-
-    def offer_record(record: Any, request: gr.Request | None = None) -> str | None:
-        try:
-            return backend.save_record(record)
-        except Exception as error:  # noqa: BLE001
-            logger.exception("The demo could not write the attention record")
-            _warn(message(request_language(request), "failed.record", error=type(error).__name__))
-            return None
-
-    return redraw_alignment, redraw_view, offer_record
+#: What a drawing function does when it cannot draw: (language, the error, message key of the failure, what to
+#: return instead) -> the value returned, or raises. Called inside the ``except`` block.
+Fallback = Callable[[str, Exception, str, Any], Any]
 
 
-def _api_error(language: str, error: Exception, failed: str) -> gr.Error:
-    """The error an API client gets: a refused call's sentence, or (logged) that drawing failed."""
+def _quietly_on_the_page(language: str, error: Exception, failed: str, empty: Any) -> Any:
+    """The page's answer: nothing for no translation yet; a warning (and a traceback in the log), never an error
+    dialog, for anything else."""
+    if not (isinstance(error, Refusal) and error.key == "api.first"):
+        logger.exception("The demo could not draw for the page")
+        _warn(message(language, failed, error=type(error).__name__))
+    return empty
+
+
+def _as_api_error(language: str, error: Exception, failed: str, empty: Any) -> Any:
+    """An API client's answer: an error (`gr.Error`) with a refused call's sentence, or (logged) that drawing
+    failed."""
     if isinstance(error, Refusal):
-        return gr.Error(error.told(language), print_exception=False)
+        raise gr.Error(error.told(language), print_exception=False) from None
     logger.exception("The demo could not draw for the API")
-    return gr.Error(message(language, failed, error=type(error).__name__), print_exception=False)
+    raise gr.Error(message(language, failed, error=type(error).__name__), print_exception=False) from None
 
 
-def after_translation_endpoints(
-    backend: DemoBackend,
+def _drawing_functions(
+    backend: DemoBackend, fallback: Fallback
 ) -> tuple[Callable[..., tuple[Any, Any, Any]], Callable[..., str], Callable[..., str | None]]:
-    """The functions of the ``/alignment``, ``/view`` and ``/record`` endpoints: a call before any translation in its
-    session, or with a bad value, is an error (`gr.Error`) with the demo's sentence."""
+    """(heatmap, alignment lines and word pairs; bertviz view; record file) from the session's record, through
+    `DemoBackend.alignment_outputs`, `view_output` and `record_output`; what cannot be drawn goes to `fallback`. The
+    docstrings document the API's endpoints."""
 
     def alignment(
         record: Any,
@@ -190,8 +160,8 @@ def after_translation_endpoints(
         language = request_language(request)
         try:
             return backend.alignment_outputs(record, layer, head, unit, shift, skip_punctuation, language=language)
-        except Exception as error:  # noqa: BLE001 - told to the client in one sentence
-            raise _api_error(language, error, "failed.alignment") from None
+        except Exception as error:  # noqa: BLE001 - the fallback tells it
+            return fallback(language, error, "failed.alignment", (None, None, []))
 
     def view(record: Any, view: str, kind: str, request: gr.Request | None = None) -> str:
         """Draw the bertviz view of the session's last translation (from ``/translate``, same client).
@@ -206,8 +176,8 @@ def after_translation_endpoints(
         language = request_language(request)
         try:
             return backend.view_output(record, view, kind, language=language)
-        except Exception as error:  # noqa: BLE001 - told to the client in one sentence
-            raise _api_error(language, error, "failed.view") from None
+        except Exception as error:  # noqa: BLE001 - the fallback tells it
+            return fallback(language, error, "failed.view", backend.placeholder(language))
 
     def record(record: Any, request: gr.Request | None = None) -> str | None:
         """The attention record of the session's last translation (from ``/translate``, same client).
@@ -215,13 +185,29 @@ def after_translation_endpoints(
         Returns:
             record: path of the attention record JSON (vaswani_inspect.AttentionRecord).
         """
-        language = request_language(request)
         try:
             return backend.record_output(record)
-        except Exception as error:  # noqa: BLE001 - told to the client in one sentence
-            raise _api_error(language, error, "failed.record") from None
+        except Exception as error:  # noqa: BLE001 - the fallback tells it
+            return fallback(request_language(request), error, "failed.record", None)
 
     return alignment, view, record
+
+
+def redraw_handlers(
+    backend: DemoBackend,
+) -> tuple[Callable[..., tuple[Any, Any, Any]], Callable[..., str], Callable[..., str | None]]:
+    """The page's (heatmap, alignment lines and word pairs; bertviz view; record file) from a record, after a
+    translation and when a control changes: nothing for no record; an error becomes a warning on the page (and a
+    traceback in the log), never an error dialog."""
+    return _drawing_functions(backend, _quietly_on_the_page)
+
+
+def after_translation_endpoints(
+    backend: DemoBackend,
+) -> tuple[Callable[..., tuple[Any, Any, Any]], Callable[..., str], Callable[..., str | None]]:
+    """The functions of the ``/alignment``, ``/view`` and ``/record`` endpoints: a call before any translation in its
+    session, or with a bad value, is an error (`gr.Error`) with the demo's sentence."""
+    return _drawing_functions(backend, _as_api_error)
 
 
 def ablation_handler(backend: DemoBackend) -> Callable[..., tuple[Any, ...]]:
@@ -307,18 +293,20 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
         translation.then(offer_record, inputs=[ui.record_state], outputs=[ui.record_file], **redraw_events)
 
     ui.button.click(**clear)
-    after(ui.button.click(api_name="translate", **model_events))
-    ui.text.submit(**clear)
-    after(ui.text.submit(api_visibility="private", **model_events))
-    example_loaded = ui.examples.load_input_event.then(**clear)
-    after(example_loaded.then(api_visibility="private", **model_events))
-
+    translated = ui.button.click(api_name="translate", **model_events)
+    # The API's other endpoints before any page drawing: Gradio names a private event after its function, and the
+    # page's drawing functions are named like these three, which must keep their names.
     alignment_endpoint, view_endpoint, record_endpoint = after_translation_endpoints(backend)
     api_events: dict[str, Any] = dict(preprocess=False, concurrency_id="redraw", concurrency_limit=concurrency_limit)
     trigger = ui.api_trigger.click
     trigger(alignment_endpoint, inputs=alignment_inputs, outputs=alignment_outputs, api_name="alignment", **api_events)
     trigger(view_endpoint, inputs=view_inputs, outputs=[ui.views], api_name="view", **api_events)
     trigger(record_endpoint, inputs=[ui.record_state], outputs=[ui.record_file], api_name="record", **api_events)
+    after(translated)
+    ui.text.submit(**clear)
+    after(ui.text.submit(api_visibility="private", **model_events))
+    example_loaded = ui.examples.load_input_event.then(**clear)
+    after(example_loaded.then(api_visibility="private", **model_events))
 
     ablation_inputs = [ui.record_state, ui.ablate_encoder, ui.ablate_decoder, ui.ablate_cross]
     ablation_inputs += [ui.layer, ui.head, ui.shift, ui.skip_punctuation]

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..backends import BACKEND_CHOICES
 from ..paths import DEFAULT_MODEL
 from . import beam_size, finite_float, positive_int, utf8_text
 
@@ -184,7 +185,7 @@ def _add_generation_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--backend",
-        choices=("auto", "ctranslate2", "torch"),
+        choices=BACKEND_CHOICES,
         default="auto",
         help="ctranslate2: the model exported once to CTranslate2 (cached next to it), several times faster on "
         "CPUs; torch: generate() in PyTorch; auto (default): ctranslate2 on the CPU when the [fast] extra is "

@@ -19,7 +19,7 @@ import yaml
 from safetensors.torch import load_file, save_file
 
 from hf_vaswani.cli import main
-from tests.helpers import TINY_CONFIG, training_corpus
+from tests.helpers import TINY_CONFIG, training_corpus, unwritable_folder
 from tests.hf_vaswani.test_training import tiny_run  # noqa: F401  (a fixture)
 
 
@@ -361,23 +361,11 @@ EVALUATE_OUTPUT_ERRORS = {
 }
 
 
-def _unwritable_folder(tmp_path: Path) -> Path:
-    """A folder in which no file can be created: read-only for a user; for root (who may write anywhere), /sys."""
-    if os.geteuid() != 0:
-        folder = tmp_path / "read-only"
-        folder.mkdir()
-        folder.chmod(0o500)
-        return folder
-    if not Path("/sys").is_dir():
-        pytest.skip("running as root without /sys: no folder root cannot write into")
-    return Path("/sys")
-
-
 @pytest.mark.parametrize("options, message", EVALUATE_OUTPUT_ERRORS.values(), ids=EVALUATE_OUTPUT_ERRORS)
 def test_evaluate_outputs_are_checked_before_the_model_runs(files, no_model, capsys, options, message):
     data = files / "mixed.tsv"
     before = data.read_bytes()
-    options = [option.format(tmp=files, data=data, ro=_unwritable_folder(files)) for option in options]
+    options = [option.format(tmp=files, data=data, ro=unwritable_folder(files)) for option in options]
     code, line, out = _run(["evaluate", str(data), "--model", str(files / "model"), *options], capsys, "evaluate")
     assert code == 2 and message in line, line
     assert out == "" and data.read_bytes() == before

@@ -23,7 +23,7 @@ from hf_vaswani.convert_marian import convert_marian
 from hf_vaswani.export import ExportError
 from hf_vaswani.export.layout import to_concatenated_layout
 from hf_vaswani.export.marian import export_marian, to_marian
-from tests.helpers import CHECKPOINT, PAIRS, tiny_config, tiny_tokenizer
+from tests.helpers import CHECKPOINT, PAIRS, tiny_config, tiny_tokenizer, unwritable_folder
 
 ATOL = 1e-5
 BEAM = dict(num_beams=4, length_penalty=0.6, max_new_tokens=12)
@@ -213,20 +213,6 @@ OUT_ERRORS = {
 }
 
 
-def _unwritable_folder(tmp_path: Path) -> Path:
-    """A folder in which nothing can be created: read-only for a user; for root (who may write anywhere), /sys."""
-    import os
-
-    if os.geteuid() != 0:
-        folder = tmp_path / "read-only"
-        folder.mkdir()
-        folder.chmod(0o500)
-        return folder
-    if not Path("/sys").is_dir():
-        pytest.skip("running as root without /sys: no folder root cannot write into")
-    return Path("/sys")
-
-
 @pytest.mark.parametrize("case", list(OUT_ERRORS))
 @pytest.mark.parametrize("command", list(EXPORT_EXTRAS))
 def test_export_out_folder_is_checked_before_the_model_loads(command, case, tmp_path, capsys, monkeypatch):
@@ -243,7 +229,7 @@ def test_export_out_folder_is_checked_before_the_model_loads(command, case, tmp_
     out.mkdir()
     (out / "keep.txt").write_text("an earlier export")
     target, options, message = OUT_ERRORS[case]
-    target = target.format(out=out, model=model_dir, tmp=tmp_path, ro=_unwritable_folder(tmp_path))
+    target = target.format(out=out, model=model_dir, tmp=tmp_path, ro=unwritable_folder(tmp_path))
     assert main([command, str(model_dir), target, *options]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and message in err, err

@@ -10,6 +10,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from hf_vaswani.cli import main
+from tests.helpers import unwritable_folder
 from vaswani_inspect import (
     AttentionRecord,
     align,
@@ -318,21 +319,6 @@ def _run(argv, capsys, command):
     return code, errors[0], captured.out
 
 
-def _unwritable_folder(tmp_path):
-    """A folder in which nothing can be created: read-only for a user; for root (who may write anywhere), /sys."""
-    import os
-    from pathlib import Path
-
-    if os.geteuid() != 0:
-        folder = tmp_path / "read-only"
-        folder.mkdir()
-        folder.chmod(0o500)
-        return folder
-    if not Path("/sys").is_dir():
-        pytest.skip("running as root without /sys: no folder root cannot write into")
-    return Path("/sys")
-
-
 @pytest.fixture
 def no_model(monkeypatch):
     """Fail the test if the command loads a model: the case must be refused before."""
@@ -378,7 +364,7 @@ def test_inspect_checks_arguments_and_output_before_loading_the_model(case, no_m
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "keep.txt").write_text("an earlier report")
     options, text, message = INSPECT_ERRORS[case]
-    options = [o.format(ro=_unwritable_folder(tmp_path), full=tmp_path / "full", tmp=tmp_path) for o in options]
+    options = [o.format(ro=unwritable_folder(tmp_path), full=tmp_path / "full", tmp=tmp_path) for o in options]
     argv = ["inspect", text, "--out", str(tmp_path / "report"), "--model", str(tmp_path / "model"), *options]
     code, line, out = _run(argv, capsys, "inspect")
     assert code == 2 and message in line, line
@@ -454,7 +440,7 @@ def test_align_eval_checks_inputs_and_outputs_before_loading_the_model(case, no_
     (tmp_path / "model" / "config.json").write_text('{"model_type": "vaswani"}')
     for name, data in contents.items():
         (tmp_path / name).write_bytes(data)
-    options = [o.format(tmp=tmp_path, ro=_unwritable_folder(tmp_path)) for o in options]
+    options = [o.format(tmp=tmp_path, ro=unwritable_folder(tmp_path)) for o in options]
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     code, line, out = _run(["align-eval", *files, "--model", str(tmp_path / "model"), *options], capsys, "align-eval")
     assert code == 2 and message in line, line
