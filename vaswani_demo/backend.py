@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_vaswani import paths
-from hf_vaswani.commands import MAX_NUM_BEAMS
+from hf_vaswani.limits import MAX_NUM_BEAMS
 from hf_vaswani.inference import UnknownCharactersWarning, generation_limits, load_translator
 from hf_vaswani.outputs import write_text
 from vaswani_inspect import (
@@ -129,7 +129,7 @@ class DemoBackend:
         decoder_layers, decoder_heads: what the layer and head choices offer.
         heads: ``{kind: (layers, heads per layer)}``, what the ablation panel offers.
         max_beams, max_new_tokens_limit: the largest beam size and translation length accepted: the demo's
-            `MAX_BEAMS`, the commands' `MAX_NUM_BEAMS` and what the model can generate
+            `MAX_BEAMS`, the shared `MAX_NUM_BEAMS` and what the model can generate
             (`hf_vaswani.inference.generation_limits`).
         default_beams, default_max_new_tokens: the decoding options' defaults (the model's generation config).
         files_dir: where the attention records offered for download are written (removed by `close`).

@@ -29,7 +29,7 @@ __all__ = [
 #: Longest input, in characters, the demo translates (the model was trained on sentences of at most 64 tokens;
 #: the token limit of the model, `max_position_embeddings`, is checked as well).
 MAX_CHARS = 500
-#: Largest beam size offered (the shared limit `hf_vaswani.commands.MAX_NUM_BEAMS` and the model's vocabulary
+#: Largest beam size offered (the shared limit `hf_vaswani.limits.MAX_NUM_BEAMS` and the model's vocabulary
 #: bound it too): a public demo serves many people, and beams beyond 5-10 translate no better.
 MAX_BEAMS = 8
 #: Model runs (translations) served at the same time; more requests wait in the queue.

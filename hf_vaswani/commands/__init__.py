@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import argparse
 
+from ..limits import MAX_NUM_BEAMS
+
 __all__ = [
     "EXTRAS",
-    "MAX_NUM_BEAMS",
     "beam_size",
     "finite_float",
     "head_indices",
@@ -22,11 +23,6 @@ __all__ = [
     "positive_int",
     "utf8_text",
 ]
-
-#: The largest ``--num-beams`` the commands accept. Translation quality stops improving after a beam of about 5-10
-#: and then falls (Koehn and Knowles 2017, "Six challenges for NMT"), while memory grows with beams x sentences x
-#: the cache of every layer; 64 leaves room for experiments and keeps a batch of 32 within a few GB.
-MAX_NUM_BEAMS = 64
 
 #: The optional dependency (a top-level module name) -> the extra of ``hf-vaswani`` that installs it.
 EXTRAS = {

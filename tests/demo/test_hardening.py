@@ -1,6 +1,6 @@
 """The demo loses nothing and shows no traceback: every value of its API is checked by the demo itself (through
 `gradio_client`, raw values included); the limits and the unknown-character rule are the ones the commands share
-(`hf_vaswani.commands.MAX_NUM_BEAMS`, `hf_vaswani.inference`); ``hf-vaswani demo --device bogus`` is one line; the
+(`hf_vaswani.limits.MAX_NUM_BEAMS`, `hf_vaswani.inference`); ``hf-vaswani demo --device bogus`` is one line; the
 record files are written atomically and removed when the app closes or the process ends, and Gradio's cache is
 pruned. The model is the one of tests/demo/test_demo.py (the shipped checkpoint when it exists, else a tiny one).
 """
@@ -19,7 +19,7 @@ import pytest
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 
 from hf_vaswani import cli  # noqa: E402
-from hf_vaswani.commands import MAX_NUM_BEAMS  # noqa: E402
+from hf_vaswani.limits import MAX_NUM_BEAMS  # noqa: E402
 from hf_vaswani.inference import UnknownCharactersWarning, check_known_characters, generation_limits  # noqa: E402
 from vaswani_demo import DemoBackend, build_app, launch_app  # noqa: E402
 from vaswani_demo.settings import CACHE_PRUNE_SECONDS, FILE_TTL_SECONDS, MAX_BEAMS  # noqa: E402
