@@ -6,8 +6,8 @@ dimensions and the same weights, so that the two compute the same function:
 
 * ours is built with `sinusoidal_layout="concatenated"` (Marian's layout: all sines, then all cosines) and
   `layer_norm_eps=1e-5` (Marian's LayerNorms);
-* the weights are copied under Marian's names (`hf_vaswani.export.marian.to_marian`, the inverse of
-  `hf_vaswani.convert_marian`): both models have the same `q_proj`/`k_proj`/`v_proj`/`out_proj`, FFN and
+* the weights are copied under Marian's names (`hf_vaswani.marian.export.to_marian`, the inverse of
+  `hf_vaswani.marian.convert`): both models have the same `q_proj`/`k_proj`/`v_proj`/`out_proj`, FFN and
   LayerNorm tensors;
 * Marian always adds `final_logits_bias` (a zero buffer here); ours follows the paper and has no such bias
   (`final_logits_bias=False`), so Marian does one extra (batch, length, vocab) addition;
@@ -39,7 +39,7 @@ import transformers
 from transformers import MarianMTModel
 
 from hf_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
-from hf_vaswani.export.marian import to_marian
+from hf_vaswani.marian.export import to_marian
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 MARIAN_LAYER_NORM_EPS = 1e-5
@@ -88,7 +88,7 @@ def vaswani_config(size: str, vocab_size: int = 8000, **overrides: Any) -> Vaswa
 
 def marian_twin(ours: VaswaniForConditionalGeneration) -> MarianMTModel:
     """A `MarianMTModel` with the dimensions and the weights of `ours` (built by `vaswani_config`), in the same
-    training mode: `hf_vaswani.export.marian.to_marian`, the exact export."""
+    training mode: `hf_vaswani.marian.export.to_marian`, the exact export."""
     return to_marian(ours).train(ours.training)
 
 

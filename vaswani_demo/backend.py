@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from hf_vaswani import paths
-from hf_vaswani.limits import MAX_NUM_BEAMS
 from hf_vaswani.inference import UnknownCharactersWarning, generation_limits, load_translator
+from hf_vaswani.limits import MAX_NUM_BEAMS
 from hf_vaswani.outputs import write_text
 from vaswani_inspect import (
     DEFAULT_ALIGNMENT,

@@ -3,7 +3,7 @@ layer, heads and shift that align best.
 
 **Words.** Alignments index the words of each side's text, special tokens left out (`vaswani_inspect.words`): a
 word is a run of letters and digits, and every punctuation mark is a word of its own, as in gold alignment files
-and in guided-alignment training (`hf_vaswani.word_alignment`). For the source `>>en<< ▁el ▁gato ▁come ▁rat ón .
+and in guided-alignment training (`hf_vaswani.data.word_alignment`). For the source `>>en<< ▁el ▁gato ▁come ▁rat ón .
 </s>` the words are 0 "el", 1 "gato", 2 "come", 3 "ratón", 4 "."; for the target `<s> ▁¿Qué ▁es ▁eso ? </s>` they
 are 0 "¿", 1 "Qué", 2 "es", 3 "eso", 4 "?". A punctuation mark glued into another word's piece ("¿" in "▁¿Qué") is
 a word no piece stands for: it keeps its index, but has no attention and never gets a link.
@@ -341,7 +341,7 @@ def read_gold(path: str | Path, index_base: int | None = None) -> list[GoldAlign
     starting with `#` are comments; a comment before the first link line may declare the indexing, e.g.
     `# index-base: 1`, `# 1-indexed` or `# 0-based`. Link `i-j` indexes source word i and target word j as
     `source_words` / `target_words` count them, punctuation marks being words of their own ("ratón ." has the
-    words 0 "ratón" and 1 "."), as standard gold files (and `hf_vaswani.word_alignment`) do.
+    words 0 "ratón" and 1 "."), as standard gold files (and `hf_vaswani.data.word_alignment`) do.
 
     Args:
         path: the file (UTF-8).
@@ -640,7 +640,8 @@ def search_alignments(
         records: one record per gold sentence, in the same order, from one model (teacher-forced on the
             reference translations the gold links index: `extract(model, tokenizer, sources, targets)`).
         gold: `GoldAlignment`s, a gold file (read with `read_gold(gold, index_base)`), or silver links: one set of
-            (source word, target word) pairs per sentence, e.g. from `hf_vaswani.word_alignment`, all taken as sure.
+            (source word, target word) pairs per sentence, e.g. from
+            `hf_vaswani.data.word_alignment`, all taken as sure.
         layers: the layer choices; default every decoder layer, then `"mean"`.
         heads: the head choices, each an index, a list of heads (averaged) or `"all"`; default each single head,
             then `"all"`.

@@ -1,13 +1,13 @@
 """Words of a record, and word-level attention (Clark et al. 2019, "What Does BERT Look At?", sec. 4.1).
 
 **Words.** The words of a side are the words of the text its pieces spell: the pieces are joined, "▁" read as a
-space and special tokens left out, and the text is split by `hf_vaswani.word_alignment.word_spans`: a word is a run
+space and special tokens left out, and the text is split by `hf_vaswani.data.word_alignment.word_spans`: a word is a run
 of letters and digits (with inner apostrophes), and every punctuation mark is a word of its own. The pieces
 `["▁¿Qué", "▁es", "▁eso", "?"]` spell " ¿Qué es eso?", whose words are ¿ Qué es eso ?; the pieces `["▁rat", "ón",
 "."]` spell the words ratón and ".". These are the words that gold alignment files and guided-alignment training
 index, so word indices agree everywhere (`text_words`).
 
-Each piece belongs to one word (`hf_vaswani.word_alignment.token_words`): a piece that holds a word and a glued
+Each piece belongs to one word (`hf_vaswani.data.word_alignment.token_words`): a piece that holds a word and a glued
 punctuation mark ("▁¿Qué", "▁eso.") belongs to the word, so that punctuation mark is a word no piece stands for:
 it is in the word list, but it has no attention row or column of its own. A piece that is only "▁" joins the next
 word. An unknown piece (`<unk>`, text the tokenizer does not know) is one character: a letter inside a word
@@ -37,9 +37,9 @@ from typing import Literal
 
 import numpy as np
 
-from hf_vaswani import word_alignment
-from hf_vaswani.word_alignment import token_words
-from hf_vaswani.word_alignment import word_spans as text_word_spans
+from hf_vaswani.data import word_alignment
+from hf_vaswani.data.word_alignment import token_words
+from hf_vaswani.data.word_alignment import word_spans as text_word_spans
 
 from .record import AttentionRecord
 
@@ -63,7 +63,7 @@ def is_special(token: str, special_tokens: Iterable[str] = DEFAULT_SPECIAL_TOKEN
 
 def is_punctuation_word(word: str) -> bool:
     """Whether a word of `text_words` is a punctuation mark or another symbol
-    (`hf_vaswani.word_alignment.is_punctuation_word`), an unknown piece standing alone included."""
+    (`hf_vaswani.data.word_alignment.is_punctuation_word`), an unknown piece standing alone included."""
     return word_alignment.is_punctuation_word(word) or word == UNKNOWN_TOKEN
 
 
@@ -72,7 +72,7 @@ class TextWords:
     """The words of one side of a record (special tokens left out) and the pieces that stand for each.
 
     Attributes:
-        words: the words, as `hf_vaswani.word_alignment.words` splits the text the pieces spell; alignments and
+        words: the words, as `hf_vaswani.data.word_alignment.words` splits the text the pieces spell; alignments and
             gold files index this list.
         pieces: for each word, the positions of its pieces in the token list; empty for a punctuation mark glued
             into a piece of another word (it gets no attention row or column, and no alignment link).

@@ -1,4 +1,4 @@
-"""``hf-vaswani convert-marian``: `hf_vaswani.convert_marian` from the shell."""
+"""``hf-vaswani convert-marian``: `hf_vaswani.marian.convert` from the shell."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..convert_marian import convert_marian  # its MarianConversionError is a ValueError: one line, exit 2
+    from ..marian.convert import convert_marian  # its MarianConversionError is a ValueError: one line, exit 2
 
     out_dir = convert_marian(args.model_id_or_path, args.out_dir, dtype=args.dtype, overwrite=args.overwrite)
     print(f"Converted {args.model_id_or_path} into {out_dir}")

@@ -79,7 +79,7 @@ def _arguments(parser: argparse.ArgumentParser, out_help: str) -> None:
 
 
 def _run_marian(args: argparse.Namespace) -> int:
-    from ..export.marian import export_marian  # its ExportError is a ValueError: one line, exit 2
+    from ..marian.export import export_marian  # its ExportError is a ValueError: one line, exit 2
 
     out_dir = export_marian(args.model, args.out_dir, dtype=args.dtype, overwrite=args.overwrite)
     print(f"Exported {args.model} as a MarianMTModel into {out_dir}")

@@ -16,7 +16,7 @@ def add_parser(subparsers: Any) -> None:
         description="Align the words of each English<TAB>Spanish pair with eflomal, in both directions, learning "
         "from the pairs together with a corpus (e.g. the training split), and write per translation direction the "
         "source sentences, the target sentences and a gold file for align-eval: a link both directions found is "
-        "sure (i-j), one only one direction found is possible (ipj). Words as hf_vaswani.word_alignment.words: "
+        "sure (i-j), one only one direction found is possible (ipj). Words as hf_vaswani.data.word_alignment.words: "
         "punctuation marks are words of their own.",
         epilog="example: hf-vaswani word-align RUN/splits/test.tsv --corpus train.tsv --out silver/ && "
         "hf-vaswani align-eval --gold silver/es-en.gold --source-file silver/es-en.source.txt "
@@ -33,9 +33,9 @@ def add_parser(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from ..data import LANGUAGES, read_pairs
+    from ..data.word_alignment import statistical_alignments, words
     from ..languages import DIRECTIONS, direction_to_languages
     from ..outputs import OutputPlan
-    from ..word_alignment import statistical_alignments, words
 
     plan = OutputPlan(inputs=[args.pairs, args.corpus])
     out = plan.folder(args.out, "alignment folder", overwrite=args.overwrite)

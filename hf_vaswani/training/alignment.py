@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..word_alignment import Links, read_pharaoh, statistical_alignments, symmetrize, words, write_pharaoh
+from ..data.word_alignment import Links, read_pharaoh, statistical_alignments, symmetrize, words, write_pharaoh
 
 __all__ = ["training_alignments"]
 

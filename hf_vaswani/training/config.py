@@ -34,7 +34,7 @@ DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
         "max_length": 64,  # tokens per side, </s> and the language token included
         "max_length_ratio": None,  # drop training pairs whose longer side has more than this x the characters
         "eval_samples": 400,  # validation rows (both directions mixed) decoded at each evaluation
-        "noun_phrases": False,  # add noun-phrase pairs mined from the training split (hf_vaswani.phrases)
+        "noun_phrases": False,  # add noun-phrase pairs mined from the training split (hf_vaswani.data.phrases)
         "max_noun_phrases": None,  # keep at most this many mined phrase pairs (the most frequent)
         "casual_copies": 0.0,  # add this fraction of training pairs again, lower-case initial, unpunctuated
         "noun_phrase_sentences": False,  # add the mined noun phrases again as sentences ("El gato negro.")
@@ -291,7 +291,7 @@ def _validate_tokenizer(tokenizer: dict[str, Any]) -> None:
 
 
 def _validate_alignment(alignment: dict[str, Any]) -> None:
-    from ..word_alignment import SYMMETRIZATIONS
+    from ..data.word_alignment import SYMMETRIZATIONS
 
     check = _checker(alignment, "alignment")
     check("guided", _bool_value)

@@ -27,13 +27,13 @@ from transformers import (
 )
 
 from ..configuration_vaswani import VaswaniConfig
-from ..guided_alignment import GuidedAlignmentCollator
 from ..modeling_vaswani import VaswaniForConditionalGeneration
 from .arguments import build_training_arguments, resolve_output_dir
 from .averaging import average_checkpoints
 from .batching import example_lengths
 from .checkpoints import STAGING_PREFIX, find_checkpoints, last_checkpoint, publish_dir, remove_staging_dirs
 from .config import validate_config
+from .guided_alignment import GuidedAlignmentCollator
 from .trainer import JsonlLoggerCallback, VaswaniTrainer, build_compute_metrics
 from .weights import cast_saved_model
 
@@ -82,7 +82,7 @@ def _load_or_train_tokenizer(
 def _training_pairs(data: Mapping[str, Any], pairs: list[Any], output_dir: Path, is_main: bool) -> list[Any]:
     """The training pairs, then the mined noun-phrase pairs and the casual copies the configuration asks for."""
     from ..data import write_pairs_tsv
-    from ..phrases import casual_copies, mine_noun_phrase_pairs, sentence_forms
+    from ..data.phrases import casual_copies, mine_noun_phrase_pairs, sentence_forms
 
     extra = []
     if data["noun_phrases"]:

@@ -20,9 +20,9 @@ from transformers import Seq2SeqTrainer, TrainerCallback
 from transformers.trainer_pt_utils import LengthGroupedSampler, safe_globals
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 
-from ..guided_alignment import AttentionCapture, guided_alignment_loss
 from .batching import TokenBatchSampler
 from .checkpoints import STAGING_PREFIX, TRAINING_ARGS_JSON, publish_dir
+from .guided_alignment import AttentionCapture, guided_alignment_loss
 from .schedule import paper_lr_lambda
 
 __all__ = ["EPOCH_RNG_STATE_NAME", "JsonlLoggerCallback", "VaswaniTrainer", "build_compute_metrics"]
@@ -70,7 +70,7 @@ class VaswaniTrainer(Seq2SeqTrainer):
     ):
         super().__init__(*args, **kwargs)
         self._alignment_capture, self._alignment_weight, self._alignment_losses = None, 0.0, []
-        if guided_alignment is not None:  # (decoder layer, head, weight): see hf_vaswani.guided_alignment
+        if guided_alignment is not None:  # (decoder layer, head, weight): see hf_vaswani.training.guided_alignment
             layer, head, self._alignment_weight = guided_alignment
             self._alignment_capture = AttentionCapture(self.model.model.decoder.layers[layer].cross_attn, head)
         self.train_lengths = list(train_lengths) if train_lengths is not None else None

@@ -19,8 +19,8 @@ import pytest
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 
 from hf_vaswani import cli  # noqa: E402
-from hf_vaswani.limits import MAX_NUM_BEAMS  # noqa: E402
 from hf_vaswani.inference import UnknownCharactersWarning, check_known_characters, generation_limits  # noqa: E402
+from hf_vaswani.limits import MAX_NUM_BEAMS  # noqa: E402
 from vaswani_demo import DemoBackend, build_app, launch_app  # noqa: E402
 from vaswani_demo.settings import CACHE_PRUNE_SECONDS, FILE_TTL_SECONDS, MAX_BEAMS  # noqa: E402
 from vaswani_demo.testing import demo_model_for_tests  # noqa: E402

@@ -32,7 +32,7 @@ from transformers.models.marian.modeling_marian import shift_tokens_right
 
 from hf_vaswani import VaswaniForConditionalGeneration
 from hf_vaswani.cli import main
-from hf_vaswani.convert_marian import MarianConversionError, convert_marian
+from hf_vaswani.marian.convert import MarianConversionError, convert_marian
 from tests.helpers import run_without_our_packages
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")

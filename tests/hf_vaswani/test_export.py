@@ -1,4 +1,4 @@
-"""Exact exports: Marian (`hf_vaswani.export.marian`), CTranslate2 (`hf_vaswani.export.ctranslate2`) and ONNX
+"""Exact exports: Marian (`hf_vaswani.marian.export`), CTranslate2 (`hf_vaswani.export.ctranslate2`) and ONNX
 (`hf_vaswani.export.onnx`), each compared with the model it came from.
 
 Tiny random models get random LayerNorms, biases and (where the config has one) a random `final_logits_bias`, so
@@ -19,10 +19,10 @@ from transformers import AutoTokenizer, MarianMTModel
 
 from hf_vaswani import VaswaniForConditionalGeneration
 from hf_vaswani.cli import main
-from hf_vaswani.convert_marian import convert_marian
 from hf_vaswani.export import ExportError
 from hf_vaswani.export.layout import to_concatenated_layout
-from hf_vaswani.export.marian import export_marian, to_marian
+from hf_vaswani.marian.convert import convert_marian
+from hf_vaswani.marian.export import export_marian, to_marian
 from tests.helpers import CHECKPOINT, PAIRS, tiny_config, tiny_tokenizer, unwritable_folder
 
 ATOL = 1e-5

@@ -1,11 +1,11 @@
-"""Guided alignment (hf_vaswani.guided_alignment): targets, the collator, the captured head and the loss."""
+"""Guided alignment (hf_vaswani.training.guided_alignment): targets, the collator, the captured head and the loss."""
 
 import pytest
 import torch
 from transformers import DataCollatorForSeq2Seq
 
 from hf_vaswani import VaswaniForConditionalGeneration
-from hf_vaswani.guided_alignment import (
+from hf_vaswani.training.guided_alignment import (
     AttentionCapture,
     GuidedAlignmentCollator,
     alignment_targets,

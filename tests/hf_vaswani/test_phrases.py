@@ -1,10 +1,10 @@
-"""Noun-phrase pairs mined from training sentences (hf_vaswani.phrases)."""
+"""Noun-phrase pairs mined from training sentences (hf_vaswani.data.phrases)."""
 
 import itertools
 import re
 
 from hf_vaswani.data import SentencePair
-from hf_vaswani.phrases import build_lexicon, mine_noun_phrase_pairs
+from hf_vaswani.data.phrases import build_lexicon, mine_noun_phrase_pairs
 
 NOUNS = [("cat", "gato"), ("dog", "perro"), ("horse", "caballo"), ("bird", "pájaro")]
 COLOURS = [("black", "negro"), ("white", "blanco"), ("brown", "marrón"), ("grey", "gris")]
@@ -62,7 +62,7 @@ def test_no_pairs_no_phrases():
 
 
 def test_casual_copies_are_lowercase_unpunctuated_deterministic_and_about_the_fraction():
-    from hf_vaswani.phrases import casual_copies
+    from hf_vaswani.data.phrases import casual_copies
 
     pairs = [SentencePair(f"Is {i} a number?", f"¿Es {i} un número?") for i in range(2000)]
     copies = casual_copies(pairs, 0.1, seed=0)
@@ -78,7 +78,7 @@ def test_casual_copies_are_lowercase_unpunctuated_deterministic_and_about_the_fr
 
 
 def test_casual_copies_keep_i_and_names_capitalised():
-    from hf_vaswani.phrases import capitalised_words, casual_copies
+    from hf_vaswani.data.phrases import capitalised_words, casual_copies
 
     pairs = [
         SentencePair("I'm hungry.", "Tengo hambre."),
@@ -97,7 +97,7 @@ def test_casual_copies_keep_i_and_names_capitalised():
 
 
 def test_noun_phrases_as_sentences():
-    from hf_vaswani.phrases import sentence_forms
+    from hf_vaswani.data.phrases import sentence_forms
 
     assert sentence_forms([SentencePair("the black cat", "el gato negro")]) == [
         SentencePair("The black cat.", "El gato negro.")

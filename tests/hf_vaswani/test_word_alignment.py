@@ -1,11 +1,11 @@
-"""Words, Pharaoh files, eflomal and symmetrization (hf_vaswani.word_alignment), and the token links that
+"""Words, Pharaoh files, eflomal and symmetrization (hf_vaswani.data.word_alignment), and the token links that
 tokenize_pairs derives from word links."""
 
 import pytest
 from transformers import PreTrainedTokenizerFast
 
 from hf_vaswani.data import SentencePair, build_translation_datasets, tokenize_pairs
-from hf_vaswani.word_alignment import (
+from hf_vaswani.data.word_alignment import (
     is_punctuation_word,
     read_pharaoh,
     statistical_alignments,

@@ -4,7 +4,7 @@ sum-to / mean-from merging, special tokens."""
 import numpy as np
 import pytest
 
-from hf_vaswani.word_alignment import words as text_split
+from hf_vaswani.data.word_alignment import words as text_split
 from vaswani_inspect import AttentionRecord, extract, merge_attention, text_words, to_words, word_spans, words
 from vaswani_inspect.testing import tiny_model, tiny_tokenizer
 

@@ -25,7 +25,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from .data import SentencePair
+from .pairs import SentencePair
 
 __all__ = [
     "SPANISH_DETERMINERS",

@@ -32,9 +32,9 @@ from huggingface_hub import ModelCard, ModelCardData
 from transformers import GenerationConfig, MarianConfig, MarianMTModel, PreTrainedConfig, PreTrainedModel
 from transformers.utils import cached_file
 
-from .configuration_vaswani import ACTIVATIONS, VaswaniConfig
-from .modeling_vaswani import VaswaniForConditionalGeneration, VaswaniSinusoidalPositionalEncoding
-from .outputs import OutputPlan
+from ..configuration_vaswani import ACTIVATIONS, VaswaniConfig
+from ..modeling_vaswani import VaswaniForConditionalGeneration, VaswaniSinusoidalPositionalEncoding
+from ..outputs import OutputPlan
 
 logger = logging.getLogger(__name__)
 
@@ -298,7 +298,7 @@ def _load_marian_weights(source: str, config: MarianConfig) -> tuple[MarianMTMod
 
     from safetensors import SafetensorError
 
-    from .inference import describe_load_error
+    from ..inference import describe_load_error
 
     try:
         return MarianMTModel.from_pretrained(source, config=config, dtype="auto", output_loading_info=True)

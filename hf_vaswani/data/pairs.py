@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from datasets import Dataset, DatasetDict
 
-from .languages import DIRECTIONS, direction_to_languages, source_with_language
+from ..languages import DIRECTIONS, direction_to_languages, source_with_language
 from .word_alignment import Links, token_words
 
 if TYPE_CHECKING:
@@ -568,7 +568,7 @@ def build_translation_datasets(
     Columns: ``source`` and ``target`` (plain text; `tokenize_pairs` adds the language token) and
     ``direction`` (``"es-en"`` or ``"en-es"``). Rows are grouped by direction, in the order of `directions`.
     `word_links[split][k]`, the word alignment of pair k as (English word, Spanish word) links (words of
-    `hf_vaswani.word_alignment.words`), adds a ``word_links`` column of (source word, target word) links, which
+    `hf_vaswani.data.word_alignment.words`), adds a ``word_links`` column of (source word, target word) links, which
     `tokenize_pairs` turns into token links for guided-alignment training.
     """
     if not directions:

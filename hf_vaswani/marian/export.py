@@ -1,6 +1,6 @@
 """Export a `VaswaniForConditionalGeneration` as a stock `transformers` `MarianMTModel`, exactly.
 
-The inverse of `hf_vaswani.convert_marian`: the same weights under Marian's names (`marian_layer_names`), in a
+The inverse of `hf_vaswani.marian.convert`: the same weights under Marian's names (`marian_layer_names`), in a
 `MarianConfig` with the same dimensions, special ids and generation settings:
 
     export_marian("pretrained/vaswani-tatoeba-es-en", "vaswani-es-en-marian")
@@ -33,10 +33,10 @@ import torch
 from transformers import GenerationConfig, MarianConfig, MarianMTModel
 
 from ..configuration_vaswani import VaswaniConfig
-from ..convert_marian import MARIAN_LAYER_NORM_EPS, marian_layer_names
+from ..export.layout import to_concatenated_state_dict
+from ..export.loading import ExportError, export_plan, load_for_export
 from ..modeling_vaswani import VaswaniForConditionalGeneration
-from .layout import to_concatenated_state_dict
-from .loading import ExportError, export_plan, load_for_export
+from .convert import MARIAN_LAYER_NORM_EPS, marian_layer_names
 
 __all__ = ["export_marian", "marian_config_for", "to_marian", "vaswani_state_dict_to_marian"]
 

@@ -1,0 +1,50 @@
+"""The data the model is trained and evaluated on: English-Spanish sentence pairs and what is derived from them.
+
+- `hf_vaswani.data.pairs`: reading, checking, deduplicating and splitting pairs files; tokenized datasets.
+- `hf_vaswani.data.phrases`: noun-phrase pairs and casual copies mined from the training split.
+- `hf_vaswani.data.word_alignment`: words, Pharaoh files and eflomal's statistical word alignments.
+
+The names most callers need are re-exported here (``from hf_vaswani.data import read_pairs``).
+"""
+
+from .pairs import (
+    LANGUAGES,
+    SPLIT_NAMES,
+    MalformedLine,
+    MalformedLinesWarning,
+    SentencePair,
+    build_translation_datasets,
+    deduplicate_pairs,
+    evaluation_lists,
+    filter_pairs,
+    load_hub_pairs,
+    load_pairs,
+    load_translation_datasets,
+    prepare_splits,
+    read_pairs,
+    split_pairs,
+    tokenize_pairs,
+    write_pairs_tsv,
+    write_split_tsv,
+)
+
+__all__ = [
+    "LANGUAGES",
+    "SPLIT_NAMES",
+    "MalformedLine",
+    "MalformedLinesWarning",
+    "SentencePair",
+    "build_translation_datasets",
+    "deduplicate_pairs",
+    "evaluation_lists",
+    "filter_pairs",
+    "load_hub_pairs",
+    "load_pairs",
+    "load_translation_datasets",
+    "prepare_splits",
+    "read_pairs",
+    "split_pairs",
+    "tokenize_pairs",
+    "write_pairs_tsv",
+    "write_split_tsv",
+]
