@@ -152,3 +152,38 @@ def test_importing_a_package_loads_no_upper_layer(package, absent):
     assert result.returncode == 0, result.stderr[-2000:]
     loaded = {name.split(".")[0] for name in json.loads(result.stdout)}
     assert not loaded & absent
+
+
+#: A module longer than this says why in its docstring, in a sentence that starts with `LONG_REASON`.
+MAX_MODULE_LINES = 500
+LONG_REASON = "Long because"
+
+
+def long_modules_without_a_reason(files: dict[str, Path]) -> list[str]:
+    """Modules over `MAX_MODULE_LINES` lines whose docstring gives no reason (a sentence "Long because ...")."""
+    offences = []
+    for module, path in files.items():
+        text = path.read_text(encoding="utf-8")
+        lines = len(text.splitlines())
+        docstring = ast.get_docstring(ast.parse(text)) or ""
+        if lines > MAX_MODULE_LINES and LONG_REASON not in docstring:
+            offences.append(f"{module}: {lines} lines, and its docstring says not why")
+    return offences
+
+
+def test_no_module_is_long_without_a_reason_in_its_docstring():
+    files = module_files()
+    assert len(files) > 40
+    offences = long_modules_without_a_reason(files)
+    assert not offences, "\n".join(sorted(offences))
+
+
+def test_the_length_rule_reports_a_long_module_and_accepts_a_reason(tmp_path):
+    body = "x = 1\n" * (MAX_MODULE_LINES + 1)
+    (tmp_path / "long.py").write_text('"""A module."""\n' + body)
+    (tmp_path / "reasoned.py").write_text(f'"""A module. {LONG_REASON} it is one table."""\n' + body)
+    (tmp_path / "short.py").write_text('"""A module."""\nx = 1\n')
+    files = {path.stem: path for path in tmp_path.glob("*.py")}
+    assert long_modules_without_a_reason(files) == [
+        f"long: {MAX_MODULE_LINES + 3} lines, and its docstring says not why"
+    ]
