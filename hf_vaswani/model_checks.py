@@ -1,0 +1,133 @@
+"""Is a loaded model folder what it claims to be? Checks that turn transformers' reports into errors.
+
+`from_pretrained` loads a folder with a tensor missing by initialising that tensor at random, and only logs a
+"MISSING ... newly initialized" report; it loads NaN weights, special-token ids outside the vocabulary and another
+model's tokenizer without a word. Each of those then translates to garbage with exit code 0. The commands and the
+demo load through `hf_vaswani.inference.load_translator`, which calls `check_model` on what it loaded, so such a
+folder is refused in one line naming the folder and the problem. A Python user who calls `from_pretrained` directly
+keeps transformers' behaviour and can call `check_model` (or `model_problems`) themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import torch
+
+from .languages import LANGUAGE_TOKENS
+
+__all__ = ["BrokenModelError", "check_model", "model_problems"]
+
+#: The config fields that hold token ids; each must be None or an id inside the vocabulary.
+TOKEN_ID_FIELDS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "forced_eos_token_id")
+_LISTED = 5
+
+
+class BrokenModelError(ValueError):
+    """A model folder loaded, but not as a working model (missing, mismatched or non-finite weights, token ids
+    outside the vocabulary, or a tokenizer that does not match the model)."""
+
+
+def check_model(
+    model: Any, tokenizer: Any = None, *, loading_info: Mapping[str, Any] | None = None, source: str = "the model"
+) -> None:
+    """Raise `BrokenModelError` when `model_problems` finds anything, naming `source` (the folder or Hub id).
+
+    Args:
+        model: a loaded `VaswaniForConditionalGeneration` (or any seq2seq model with a config).
+        tokenizer: its tokenizer, checked against the model when given.
+        loading_info: what ``from_pretrained(..., output_loading_info=True)`` returned next to the model.
+        source: how to name the model in the message.
+    """
+    problems = model_problems(model, tokenizer, loading_info=loading_info)
+    if problems:
+        raise BrokenModelError(f"The model at {source!r} is broken: {'; '.join(problems)}.")
+
+
+def model_problems(model: Any, tokenizer: Any = None, *, loading_info: Mapping[str, Any] | None = None) -> list[str]:
+    """Every problem found, one short phrase each (empty for a sound model)."""
+    problems = loading_problems(loading_info or {}, tied=_tied_names(model))
+    problems += non_finite_weights(model)
+    problems += token_id_problems(model)
+    if tokenizer is not None:
+        problems += tokenizer_problems(model, tokenizer)
+    return problems
+
+
+def loading_problems(loading_info: Mapping[str, Any], tied: Iterable[str] = ()) -> list[str]:
+    """Missing, unexpected and mismatched tensors in transformers' loading report; tied weights are not missing."""
+    tied = set(tied)
+    found = []
+    for key, what in (
+        ("missing_keys", "tensors missing from the weights file (they would be random)"),
+        ("unexpected_keys", "tensors the model has no place for"),
+        ("mismatched_keys", "tensors of the wrong shape"),
+    ):
+        names = sorted(str(name if isinstance(name, str) else name[0]) for name in loading_info.get(key) or ())
+        names = [name for name in names if name not in tied]
+        if names:
+            found.append(f"{len(names)} {what}: {_listed(names)}")
+    return found
+
+
+def non_finite_weights(model: Any) -> list[str]:
+    """Parameters and buffers holding NaN or infinity."""
+    named = [*model.named_parameters(), *model.named_buffers()]
+    named = [(name, tensor) for name, tensor in named if tensor.is_floating_point() and tensor.numel()]
+    if not named:
+        return []
+    # A float64 sum is NaN or infinite exactly when the tensor holds a NaN or an infinity, and one reduction per
+    # tensor is ~20x cheaper than torch.isfinite over every element (7.6M weights: ~30 ms instead of ~0.5 s).
+    with torch.no_grad():
+        sums = torch.stack([tensor.detach().sum(dtype=torch.float64).cpu() for _, tensor in named])
+    finite = torch.isfinite(sums).tolist()
+    bad = [name for (name, _), ok in zip(named, finite) if not ok]
+    return [f"{len(bad)} tensors hold NaN or infinite values: {_listed(bad)}"] if bad else []
+
+
+def token_id_problems(model: Any) -> list[str]:
+    """Special-token ids of the config and generation config that are not inside the decoder's vocabulary."""
+    config = model.config
+    vocabulary = int(getattr(config, "decoder_vocab_size", None) or config.vocab_size)
+    found = []
+    sources = [("config.json", config)]
+    if getattr(model, "generation_config", None) is not None:
+        sources.append(("generation_config.json", model.generation_config))
+    for file, settings in sources:
+        for field in TOKEN_ID_FIELDS:
+            value = getattr(settings, field, None)
+            for token_id in value if isinstance(value, (list, tuple)) else [value]:
+                if token_id is not None and not (isinstance(token_id, int) and 0 <= token_id < vocabulary):
+                    found.append(f"{file}'s {field} is {token_id!r}, outside the vocabulary [0, {vocabulary})")
+    return found
+
+
+def tokenizer_problems(model: Any, tokenizer: Any) -> list[str]:
+    """A tokenizer that is not this model's: a vocabulary of another size, special tokens at other ids, or no
+    single token for a language the model translates into."""
+    config = model.config
+    found = []
+    size = len(tokenizer)
+    if size != config.vocab_size:
+        found.append(f"the tokenizer has {size} tokens and the model's vocabulary {config.vocab_size}")
+    for field in ("pad_token_id", "eos_token_id"):
+        expected, actual = getattr(config, field, None), getattr(tokenizer, field, None)
+        if expected is not None and actual != expected:
+            found.append(f"the tokenizer's {field} is {actual!r} and the model's {expected!r}")
+    unknown = getattr(tokenizer, "unk_token_id", None)
+    for token in LANGUAGE_TOKENS.values():
+        token_id = tokenizer.convert_tokens_to_ids(token)
+        if token_id is None or token_id == unknown or not 0 <= token_id < config.vocab_size:
+            found.append(f"the tokenizer has no token {token}")
+    return found
+
+
+def _tied_names(model: Any) -> set[str]:
+    tied = getattr(model, "all_tied_weights_keys", None) or getattr(model, "_tied_weights_keys", None) or {}
+    return set(tied)
+
+
+def _listed(names: list[str]) -> str:
+    more = f" and {len(names) - _LISTED} more" if len(names) > _LISTED else ""
+    return ", ".join(names[:_LISTED]) + more
