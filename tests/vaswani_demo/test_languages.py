@@ -4,7 +4,7 @@ table's columns) in the language of the request's ``Accept-Language``. Checked o
 app's configuration, through `gradio_client` with and without the header, and in headless Chromium with the
 ``es-ES`` and ``en-US`` locales (marked ``browser``), which saves ``test-artifacts/demo-es.png``.
 
-The model is the one of tests/demo/test_demo.py (the shipped checkpoint when it exists, else a tiny one).
+The model is the one of tests/vaswani_demo/test_demo.py (the shipped checkpoint when it exists, else a tiny one).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from vaswani_demo.texts import CHOICES, LANGUAGES, MESSAGES, PAGE, fields_of, la
 pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
 
-from tests.demo.test_demo import CHROMIUM, CHROMIUM_ARGS, _free_port  # noqa: E402
+from tests.vaswani_demo.test_demo import CHROMIUM, CHROMIUM_ARGS, _free_port  # noqa: E402
 from tests.helpers import ROOT  # noqa: E402
 
 #: Texts that are the same in both languages on purpose: the course calls cross-attention by its English name.

@@ -1,6 +1,6 @@
 """The demo's ablation panel: switch heads off and translate the last sentence again (`DemoBackend.ablate`), in a
 copy of the model that translations served at the same time never see; and the panel in a real browser (Debian's
-chromium, marked ``browser``). The model is the one of tests/demo/test_demo.py (the shipped checkpoint when it
+chromium, marked ``browser``). The model is the one of tests/vaswani_demo/test_demo.py (the shipped checkpoint when it
 exists, else a tiny random one)."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from vaswani_inspect.ablation import attention_modules  # noqa: E402
 
 pytest.importorskip("gradio")
 
-from tests.demo.test_demo import CHROMIUM, CHROMIUM_ARGS, _free_port  # noqa: E402
+from tests.vaswani_demo.test_demo import CHROMIUM, CHROMIUM_ARGS, _free_port  # noqa: E402
 from tests.helpers import ROOT  # noqa: E402
 
 
