@@ -10,11 +10,12 @@ same function:
 
 or from the shell `hf-vaswani convert-marian Helsinki-NLP/opus-mt-es-en opus-mt-es-en-vaswani`.
 
-Weights are copied under our names: `final_layer_norm` becomes `ffn_layer_norm`, `encoder_attn*` becomes
-`cross_attn*`, `fc1`/`fc2` move into `ffn`. Every weight of the source
-state dict is either converted or checked (the sinusoidal tables, the `shared` alias): anything else is refused
-with the list of names, never dropped. Options the model has no counterpart for are refused, naming the option.
-After mapping, the two models are run on a padded check batch and the conversion fails if the logits differ.
+Weights are copied under our names, read off the table that export reads the other way (`hf_vaswani.marian.mapping`):
+`final_layer_norm` becomes `ffn_layer_norm`, `encoder_attn*` becomes `cross_attn*`, `fc1`/`fc2` move into `ffn`.
+Every weight of the source state dict is either converted or checked (the sinusoidal tables, the `shared` alias):
+anything else is refused with the list of names, never dropped. Options the model has no counterpart for are
+refused, naming the option (`hf_vaswani.marian.configs`). After mapping, the two models are run on a padded check
+batch and the conversion fails if the logits differ.
 """
 
 from __future__ import annotations
@@ -22,19 +23,26 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 import torch
-from huggingface_hub import ModelCard, ModelCardData
 from transformers import GenerationConfig, MarianConfig, MarianMTModel, PreTrainedConfig, PreTrainedModel
 from transformers.utils import cached_file
 
-from ..configuration_vaswani import ACTIVATIONS, VaswaniConfig
+from ..configuration_vaswani import VaswaniConfig
 from ..modeling_vaswani import VaswaniForConditionalGeneration, VaswaniSinusoidalPositionalEncoding
 from ..outputs import OutputPlan
+from .cards import IN_MEMORY, write_converted_card
+from .configs import (
+    MarianConversionError,
+    check_marian_config,
+    check_model_type,
+    config_notes,
+    vaswani_config_from_marian,
+)
+from .mapping import MARIAN_POSITION_TABLES, MARIAN_SHARED_ALIAS, weight_names
 
 logger = logging.getLogger(__name__)
 
@@ -51,29 +59,6 @@ TOKENIZER_FILES = (
     "added_tokens.json",
     "tokenizer.json",
 )
-
-#: Fields that older Marian/BART configs can carry (a `MarianConfig` keeps any extra field it is given), the value
-#: that describes the architecture `MarianMTModel` computes, and what any other value would ask for. The
-#: `transformers` Marian code ignores them all, so a checkpoint that sets one of them was trained as a model that
-#: neither `MarianMTModel` nor hf_vaswani computes: it is refused rather than converted into something else.
-UNMAPPABLE_OPTIONS: dict[str, tuple[bool, str]] = {
-    "normalize_before": (False, "pre-LayerNorm layers (hf_vaswani's pre-LN adds a final LayerNorm Marian lacks)"),
-    "add_final_layer_norm": (False, "a LayerNorm after the last layer of each stack"),
-    "normalize_embedding": (False, "a LayerNorm on the embeddings"),
-    "layernorm_embedding": (False, "a LayerNorm on the embeddings"),
-    "static_position_embeddings": (True, "learned position embeddings instead of the sinusoidal table"),
-    "add_bias_logits": (False, "a learned bias added through add_bias_logits"),
-}
-
-#: Marian's LayerNorms are built with PyTorch's default epsilon, whatever the config says.
-MARIAN_LAYER_NORM_EPS = 1e-5
-
-IN_MEMORY = "an in-memory MarianMTModel"
-_HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
-
-
-class MarianConversionError(ValueError):
-    """A Marian checkpoint, config or weight that cannot be converted exactly; the message names the culprit."""
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -145,7 +130,7 @@ def convert_marian(
                 notes.append(f"Tokenizer: {source_id} has no tokenizer files; none were copied.")
         for note in notes:
             logger.warning(note)
-        _write_model_card(
+        write_converted_card(
             folder, source_id, files_source, config, copied, max_abs_diff, notes, name=out_dir.resolve().name
         )
     return out_dir
@@ -172,18 +157,6 @@ def _save_model(model: VaswaniForConditionalGeneration, folder: Path) -> None:
         raise OSError(f"Cannot write the converted weights into {folder}: {error}") from None
 
 
-def marian_layer_names(side: str) -> list[tuple[str, str]]:
-    """The sub-modules of one encoder or decoder layer: (Marian's name, ours), relative to
-    `model.<side>.layers.<i>.` in both models; each has a `weight` and a `bias`."""
-    attention = ("q_proj.", "k_proj.", "v_proj.", "out_proj.")
-    names = [(f"self_attn.{part}", f"self_attn.{part}") for part in attention]
-    names.append(("self_attn_layer_norm.", "self_attn_layer_norm."))
-    if side == "decoder":
-        names += [(f"encoder_attn.{part}", f"cross_attn.{part}") for part in attention]
-        names.append(("encoder_attn_layer_norm.", "cross_attn_layer_norm."))
-    return names + [("fc1.", "ffn.fc1."), ("fc2.", "ffn.fc2."), ("final_layer_norm.", "ffn_layer_norm.")]
-
-
 def marian_state_dict_to_vaswani(
     state_dict: dict[str, torch.Tensor], marian_config: MarianConfig, *, notes: list[str] | None = None
 ) -> tuple[VaswaniConfig, dict[str, torch.Tensor]]:
@@ -195,8 +168,8 @@ def marian_state_dict_to_vaswani(
     themselves, as `MarianMTModel` computes with them, and checked against the config (a difference is noted).
     """
     notes = notes if notes is not None else []
-    _check_marian_config(marian_config)
-    notes.extend(_config_notes(marian_config))
+    check_marian_config(marian_config)
+    notes.extend(config_notes(marian_config))
     _check_names(state_dict, marian_config)
 
     encoder_embed = state_dict["model.encoder.embed_tokens.weight"]
@@ -222,27 +195,17 @@ def marian_state_dict_to_vaswani(
             f"(decoder_vocab_size={marian_config.decoder_vocab_size}): hf_vaswani predicts over the decoder "
             "vocabulary, so this checkpoint cannot be mapped."
         )
-    shared_alias = state_dict.get("model.shared.weight")
+    shared_alias = state_dict.get(MARIAN_SHARED_ALIAS)
     if shared_alias is not None and not _same(shared_alias, encoder_embed):
         notes.append(
-            "model.shared.weight differs from the encoder embeddings; MarianMTModel.forward never reads it (each "
+            f"{MARIAN_SHARED_ALIAS} differs from the encoder embeddings; MarianMTModel.forward never reads it (each "
             "stack uses its own embed_tokens), so it is not converted."
         )
 
-    config = _vaswani_config(marian_config, encoder_embed.shape[0], decoder_embed.shape[0], share, tie)
+    config = vaswani_config_from_marian(marian_config, encoder_embed.shape[0], decoder_embed.shape[0], share, tie)
     _check_position_tables(state_dict, config)
 
-    mapped: dict[str, torch.Tensor] = {
-        "model.encoder.embed_tokens.weight": encoder_embed,
-        "model.decoder.embed_tokens.weight": decoder_embed,
-        "lm_head.weight": lm_head,
-        "final_logits_bias": state_dict["final_logits_bias"],
-    }
-    for side, layers in (("encoder", config.encoder_layers), ("decoder", config.decoder_layers)):
-        for index in range(layers):
-            prefix = f"model.{side}.layers.{index}."
-            for theirs, ours in marian_layer_names(side):
-                mapped.update(_copied(state_dict, prefix + theirs, prefix + ours))
+    mapped = {ours: state_dict[theirs] for ours, theirs in weight_names(config.encoder_layers, config.decoder_layers)}
     return config, mapped
 
 
@@ -254,7 +217,7 @@ def marian_state_dict_to_vaswani(
 def _load_source(source: str | os.PathLike | MarianMTModel) -> tuple[MarianMTModel, str, str | None]:
     """Return the Marian model, a name for the model card, and where its other files live (None: in memory)."""
     if isinstance(source, PreTrainedModel):
-        _check_model_type(source.config, type(source).__name__)
+        check_model_type(source.config, type(source).__name__)
         if not isinstance(source, MarianMTModel):
             raise MarianConversionError(
                 f"Got a {type(source).__name__}: only a MarianMTModel (encoder, decoder and lm_head) can be converted."
@@ -269,9 +232,9 @@ def _load_source(source: str | os.PathLike | MarianMTModel) -> tuple[MarianMTMod
         config_dict, _ = PreTrainedConfig.get_config_dict(source)
     except (OSError, ValueError) as error:  # missing, not UTF-8, not JSON
         raise MarianConversionError(f"Cannot read a config.json from {source!r}: {_one_line(error)}") from error
-    _check_model_type(config_dict, source)
+    check_model_type(config_dict, source)
     config = MarianConfig.from_pretrained(source)
-    _check_marian_config(config)
+    check_marian_config(config)
     marian, info = _load_marian_weights(source, config)
     problems = []
     if info.get("missing_keys"):
@@ -306,94 +269,11 @@ def _load_marian_weights(source: str, config: MarianConfig) -> tuple[MarianMTMod
         raise MarianConversionError(f"Cannot load the weights of {source!r}: {describe_load_error(error)}") from error
 
 
-def _check_model_type(config: PreTrainedConfig | dict[str, Any], source: str) -> None:
-    values = config if isinstance(config, dict) else config.to_dict()
-    model_type = values.get("model_type")
-    if model_type != "marian":
-        architectures = values.get("architectures") or []
-        what = f"a {model_type!r} model" if model_type else "a config without model_type"
-        if architectures:
-            what += f" ({', '.join(architectures)})"
-        raise MarianConversionError(
-            f"{source} is {what}, not a Marian one (model_type 'marian'): convert-marian only converts "
-            "MarianMTModel checkpoints such as Helsinki-NLP/opus-mt-*."
-        )
-
-
-def _check_marian_config(config: MarianConfig) -> None:
-    """Refuse the options hf_vaswani has no counterpart for, naming each one."""
-    problems = []
-    for name, (supported, meaning) in UNMAPPABLE_OPTIONS.items():
-        value = getattr(config, name, supported)
-        if value is not None and bool(value) != supported:
-            problems.append(f"{name}={value!r} asks for {meaning}")
-    legacy = bool(problems)
-    if config.activation_function not in ACTIVATIONS:
-        problems.append(
-            f"activation_function={config.activation_function!r} has no counterpart (hf_vaswani has "
-            f"{', '.join(ACTIVATIONS)})"
-        )
-    if not config.is_encoder_decoder or getattr(config, "is_decoder", False):
-        problems.append(
-            f"is_encoder_decoder={config.is_encoder_decoder!r}, is_decoder={getattr(config, 'is_decoder', None)!r} "
-            "describe a decoder-only MarianForCausalLM, not a translation model"
-        )
-    if problems:
-        message = "This Marian config cannot be converted exactly: " + "; ".join(problems) + "."
-        if legacy:
-            message += (
-                " (transformers' MarianMTModel ignores these legacy fields, so such a checkpoint does not run as "
-                "trained there either.)"
-            )
-        raise MarianConversionError(message)
-
-
-def _config_notes(config: MarianConfig) -> list[str]:
-    """Fields that change nothing MarianMTModel computes at inference, but that the converted model does not keep."""
-    notes = []
-    eps = getattr(config, "layer_norm_eps", None)
-    if eps is not None and eps != MARIAN_LAYER_NORM_EPS:
-        notes.append(
-            f"layer_norm_eps={eps} in the Marian config is ignored by MarianMTModel (its LayerNorms use "
-            f"{MARIAN_LAYER_NORM_EPS}); the converted model uses {MARIAN_LAYER_NORM_EPS} as MarianMTModel does."
-        )
-    for name in ("encoder_layerdrop", "decoder_layerdrop"):
-        if getattr(config, name, 0.0):
-            notes.append(
-                f"{name}={getattr(config, name)} is not converted: hf_vaswani has no LayerDrop (training only)."
-            )
-    return notes
-
-
-def _expected_names(config: MarianConfig) -> set[str]:
-    names = {
-        "final_logits_bias",
-        "lm_head.weight",
-        "model.encoder.embed_tokens.weight",
-        "model.decoder.embed_tokens.weight",
-        "model.encoder.embed_positions.weight",
-        "model.decoder.embed_positions.weight",
-    }
-
-    def linear(prefix: str) -> list[str]:
-        return [prefix + "weight", prefix + "bias"]
-
-    for side, layers in (("encoder", config.encoder_layers), ("decoder", config.decoder_layers)):
-        for index in range(layers):
-            prefix = f"model.{side}.layers.{index}."
-            modules = ["self_attn.q_proj.", "self_attn.k_proj.", "self_attn.v_proj.", "self_attn.out_proj."]
-            modules += ["self_attn_layer_norm.", "fc1.", "fc2.", "final_layer_norm."]
-            if side == "decoder":
-                modules += ["encoder_attn.q_proj.", "encoder_attn.k_proj.", "encoder_attn.v_proj."]
-                modules += ["encoder_attn.out_proj.", "encoder_attn_layer_norm."]
-            for module in modules:
-                names.update(linear(prefix + module))
-    return names
-
-
 def _check_names(state_dict: dict[str, torch.Tensor], config: MarianConfig) -> None:
-    expected = _expected_names(config)
-    optional = {"model.shared.weight"}
+    """Every name the config implies is there (the mapped weights and the position tables), and no other."""
+    mapped = weight_names(config.encoder_layers, config.decoder_layers)
+    expected = {theirs for _, theirs in mapped} | set(MARIAN_POSITION_TABLES)
+    optional = {MARIAN_SHARED_ALIAS}
     missing = sorted(expected - set(state_dict))
     unexpected = sorted(set(state_dict) - expected - optional)
     if missing or unexpected:
@@ -407,51 +287,11 @@ def _check_names(state_dict: dict[str, torch.Tensor], config: MarianConfig) -> N
         raise MarianConversionError("The MarianMTModel state dict does not match its config: " + "; ".join(parts))
 
 
-def _vaswani_config(
-    marian: MarianConfig, vocab_size: int, decoder_vocab_size: int, share: bool, tie: bool
-) -> VaswaniConfig:
-    try:
-        return VaswaniConfig(
-            vocab_size=vocab_size,
-            decoder_vocab_size=decoder_vocab_size,
-            d_model=marian.d_model,
-            encoder_layers=marian.encoder_layers,
-            decoder_layers=marian.decoder_layers,
-            encoder_attention_heads=marian.encoder_attention_heads,
-            decoder_attention_heads=marian.decoder_attention_heads,
-            encoder_ffn_dim=marian.encoder_ffn_dim,
-            decoder_ffn_dim=marian.decoder_ffn_dim,
-            activation_function=marian.activation_function,
-            dropout=float(marian.dropout),
-            attention_dropout=float(marian.attention_dropout),
-            activation_dropout=float(marian.activation_dropout),
-            # MarianMTModel's loss is plain cross-entropy.
-            label_smoothing=0.0,
-            max_position_embeddings=marian.max_position_embeddings,
-            position_encoding="sinusoidal",
-            sinusoidal_layout="concatenated",
-            layer_norm_position="post",
-            layer_norm_eps=MARIAN_LAYER_NORM_EPS,
-            scale_embedding=bool(marian.scale_embedding),
-            share_embeddings=share,
-            tie_word_embeddings=tie,
-            final_logits_bias=True,
-            init_std=marian.init_std,
-            pad_token_id=marian.pad_token_id,
-            bos_token_id=marian.bos_token_id,
-            eos_token_id=marian.eos_token_id,
-            decoder_start_token_id=marian.decoder_start_token_id,
-        )
-    except ValueError as error:
-        raise MarianConversionError(f"The Marian config has no VaswaniConfig counterpart: {error}") from error
-
-
 def _check_position_tables(state_dict: dict[str, torch.Tensor], config: VaswaniConfig) -> None:
     """Marian's position tables are fixed sinusoids (sines first): check them instead of converting them."""
     positions = torch.arange(config.max_position_embeddings)
     expected = VaswaniSinusoidalPositionalEncoding(config.d_model, "concatenated")(positions)
-    for side in ("encoder", "decoder"):
-        name = f"model.{side}.embed_positions.weight"
+    for name in MARIAN_POSITION_TABLES:
         table = state_dict[name]
         tolerance = max(1e-6, torch.finfo(table.dtype).eps) if table.is_floating_point() else 0.0
         if table.shape != expected.shape or not torch.allclose(table.float().cpu(), expected, atol=tolerance, rtol=0):
@@ -471,10 +311,6 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and (a.data_ptr() == b.data_ptr() or torch.equal(a, b))
 
 
-def _copied(state_dict: dict[str, torch.Tensor], source: str, target: str) -> dict[str, torch.Tensor]:
-    return {target + kind: state_dict[source + kind] for kind in ("weight", "bias")}
-
-
 def _resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
     if dtype is None or isinstance(dtype, torch.dtype) and dtype in DTYPES.values():
         return dtype
@@ -484,7 +320,7 @@ def _resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Equivalence check, generation config, tokenizer, model card
+# Equivalence check, generation config, tokenizer
 # ----------------------------------------------------------------------------------------------------------------
 
 
@@ -563,110 +399,3 @@ def _copy_tokenizer_files(source: str, out_dir: Path) -> list[str]:
             if "tokenizer_config.json" not in copied:
                 copied.append("tokenizer_config.json")
     return copied
-
-
-def _source_card(files_source: str | None) -> ModelCard | None:
-    if files_source is None:
-        return None
-    path = cached_file(
-        files_source,
-        "README.md",
-        _raise_exceptions_for_missing_entries=False,
-        _raise_exceptions_for_connection_errors=False,
-        _raise_exceptions_for_gated_repo=False,
-    )
-    if not path:
-        return None
-    try:
-        return ModelCard.load(path)
-    except Exception as error:  # a malformed card must not stop the conversion
-        logger.warning("Could not read the source model card %s: %s", path, error)
-        return None
-
-
-def _write_model_card(
-    out_dir: Path,
-    source_id: str,
-    files_source: str | None,
-    config: VaswaniConfig,
-    tokenizer_files: list[str],
-    max_abs_diff: float | None,
-    notes: list[str],
-    *,
-    name: str,
-) -> None:
-    """Write the model card ``README.md`` into `out_dir` (the folder being written; `name` is the final folder's)."""
-    source_card = _source_card(files_source)
-    license_id = source_card.data.license if source_card is not None else None
-    language = source_card.data.language if source_card is not None else None
-    is_hub_id = files_source is not None and not Path(files_source).exists() and bool(_HUB_ID.match(files_source))
-    data = ModelCardData(
-        license=license_id,
-        language=language,
-        library_name="transformers",
-        pipeline_tag="translation",
-        tags=["hf-vaswani", "translation", "marian"],
-        base_model=files_source if is_hub_id else None,
-    )
-    source_ref = source_id if source_id == IN_MEMORY else f"`{source_id}`"
-    license_line = (
-        f"License: `{license_id}`, carried over from the original model card of {source_ref}."
-        if license_id
-        else f"License: see the original model card of {source_ref}."
-    )
-    if max_abs_diff is None:
-        check = "The logits check was skipped (the source is not float32)."
-    else:
-        check = (
-            "At conversion time both models were run on a padded check batch: the largest absolute difference "
-            f"between their logits was {max_abs_diff:.3g}."
-        )
-    tokenizer = (
-        f"The Marian tokenizer files were copied ({', '.join(tokenizer_files)}): `AutoTokenizer` loads them."
-        if tokenizer_files
-        else "No tokenizer files were copied."
-    )
-    arch = (
-        f"{config.encoder_layers} encoder and {config.decoder_layers} decoder layers, d_model {config.d_model}, "
-        f"{config.encoder_attention_heads}/{config.decoder_attention_heads} heads, "
-        f"FFN {config.encoder_ffn_dim}/{config.decoder_ffn_dim}, activation `{config.activation_function}`, "
-        f"post-LayerNorm (eps {config.layer_norm_eps})"
-    )
-    body = f"""
-# {name}
-
-{source_ref} (a Marian / OPUS-MT translation model) converted with hf-vaswani (`hf-vaswani convert-marian`) into a
-`VaswaniForConditionalGeneration`, the Transformer of Vaswani et al. (2017), "Attention Is All You Need".
-
-{license_line}
-
-## What was converted
-
-- {arch}.
-- Sinusoidal positions in Marian's layout (`sinusoidal_layout="concatenated"`, positions from 0), token embeddings
-  scaled by sqrt(d_model): `{config.scale_embedding}`, Marian's `final_logits_bias` on the logits.
-- Vocabulary {config.vocab_size} (decoder {config.decoder_vocab_size}); shared encoder/decoder embeddings:
-  `{config.share_embeddings}`; output projection tied to the decoder embeddings: `{config.tie_word_embeddings}`.
-- Every weight is copied as it is under our names (`encoder_attn` is `cross_attn`, `final_layer_norm` is
-  `ffn_layer_norm`); none was dropped.
-- `generation_config.json` is Marian's (beam size, maximum length, banned pad token, decoder start token, ...).
-
-{check}
-
-{tokenizer}
-
-## Use
-
-```python
-from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
-# Without hf_vaswani installed, the model code comes with this folder: trust_remote_code=True.
-tokenizer = AutoTokenizer.from_pretrained("{name}", trust_remote_code=True)
-model = AutoModelForSeq2SeqLM.from_pretrained("{name}", trust_remote_code=True)
-batch = tokenizer(["..."], return_tensors="pt")
-print(tokenizer.batch_decode(model.generate(**batch), skip_special_tokens=True))
-```
-"""
-    if notes:
-        body += "\n## Conversion notes\n\n" + "\n".join(f"- {note}" for note in notes) + "\n"
-    ModelCard(f"---\n{data.to_yaml()}\n---\n{body}").save(out_dir / "README.md")

@@ -1,7 +1,8 @@
 """Export a `VaswaniForConditionalGeneration` as a stock `transformers` `MarianMTModel`, exactly.
 
-The inverse of `hf_vaswani.marian.convert`: the same weights under Marian's names (`marian_layer_names`), in a
-`MarianConfig` with the same dimensions, special ids and generation settings:
+The inverse of `hf_vaswani.marian.convert`: the same weights under Marian's names (the table of
+`hf_vaswani.marian.mapping`, read the other way), in a `MarianConfig` with the same dimensions, special ids and
+generation settings (`hf_vaswani.marian.configs.marian_config_for`):
 
     export_marian("pretrained/vaswani-tatoeba-es-en", "vaswani-es-en-marian")
 
@@ -30,13 +31,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import GenerationConfig, MarianConfig, MarianMTModel
+from transformers import GenerationConfig, MarianMTModel
 
 from ..configuration_vaswani import VaswaniConfig
 from ..export.layout import to_concatenated_state_dict
-from ..export.loading import ExportError, export_plan, load_for_export
+from ..export.loading import export_plan, load_for_export
 from ..modeling_vaswani import VaswaniForConditionalGeneration
-from .convert import MARIAN_LAYER_NORM_EPS, marian_layer_names
+from .cards import write_exported_card
+from .configs import check_marian_compatible, marian_config_for
+from .mapping import MARIAN_SHARED_ALIAS, weight_names
 
 __all__ = ["export_marian", "marian_config_for", "to_marian", "vaswani_state_dict_to_marian"]
 
@@ -51,52 +54,6 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
 TOLERANCE = 1e-5
 
 
-def check_marian_compatible(config: VaswaniConfig) -> None:
-    """Refuse a configuration that no `MarianMTModel` computes, naming the option."""
-    if config.position_encoding != "sinusoidal":
-        raise ExportError(
-            f"position_encoding={config.position_encoding!r}: MarianMTModel always adds the sinusoidal table, so only "
-            "sinusoidal models export to Marian."
-        )
-    if config.layer_norm_position != "post":
-        raise ExportError(
-            "layer_norm_position='pre': MarianMTModel's layers are post-LayerNorm and it has no final LayerNorm."
-        )
-    if config.layer_norm_eps != MARIAN_LAYER_NORM_EPS:
-        raise ExportError(
-            f"layer_norm_eps={config.layer_norm_eps}: MarianMTModel's LayerNorms always use {MARIAN_LAYER_NORM_EPS}."
-        )
-
-
-def marian_config_for(config: VaswaniConfig) -> MarianConfig:
-    """The `MarianConfig` of a `MarianMTModel` with the dimensions, activations, dropouts and special ids of ours."""
-    return MarianConfig(
-        vocab_size=config.vocab_size,
-        decoder_vocab_size=config.decoder_vocab_size,
-        d_model=config.d_model,
-        encoder_layers=config.encoder_layers,
-        decoder_layers=config.decoder_layers,
-        encoder_attention_heads=config.encoder_attention_heads,
-        decoder_attention_heads=config.decoder_attention_heads,
-        encoder_ffn_dim=config.encoder_ffn_dim,
-        decoder_ffn_dim=config.decoder_ffn_dim,
-        activation_function=config.activation_function,
-        dropout=float(config.dropout),
-        attention_dropout=float(config.attention_dropout),
-        activation_dropout=float(config.activation_dropout),
-        max_position_embeddings=config.max_position_embeddings,
-        scale_embedding=bool(config.scale_embedding),
-        share_encoder_decoder_embeddings=bool(config.share_embeddings),
-        tie_word_embeddings=bool(config.tie_word_embeddings),
-        init_std=float(config.init_std or config.d_model**-0.5),
-        pad_token_id=config.pad_token_id,
-        bos_token_id=config.bos_token_id,
-        eos_token_id=config.eos_token_id,
-        decoder_start_token_id=config.decoder_start_token_id,
-        forced_eos_token_id=None,  # MarianConfig's default (0) would force a token our generate() never forces
-    )
-
-
 def vaswani_state_dict_to_marian(state_dict: dict[str, torch.Tensor], config: VaswaniConfig) -> dict[str, torch.Tensor]:
     """Our weights under Marian's names, in Marian's (concatenated) sinusoidal layout.
 
@@ -104,24 +61,16 @@ def vaswani_state_dict_to_marian(state_dict: dict[str, torch.Tensor], config: Va
     model has none, and with shared embeddings `model.shared.weight` is the encoder embedding (MarianMTModel
     keeps it as an alias).
     """
-    state_dict = to_concatenated_state_dict(state_dict, config)
+    state_dict = dict(to_concatenated_state_dict(state_dict, config))
+    # A saved state dict holds a shared or tied matrix once: the names Marian keeps apart point at that one.
     encoder_embed = state_dict["model.encoder.embed_tokens.weight"]
-    decoder_embed = state_dict.get("model.decoder.embed_tokens.weight", encoder_embed)
-    bias = state_dict.get("final_logits_bias")
-    out: dict[str, torch.Tensor] = {
-        "model.encoder.embed_tokens.weight": encoder_embed,
-        "model.decoder.embed_tokens.weight": decoder_embed,
-        "lm_head.weight": state_dict.get("lm_head.weight", decoder_embed),
-        "final_logits_bias": bias if bias is not None else decoder_embed.new_zeros(1, decoder_embed.shape[0]),
-    }
+    decoder_embed = state_dict.setdefault("model.decoder.embed_tokens.weight", encoder_embed)
+    state_dict.setdefault("lm_head.weight", decoder_embed)
+    if state_dict.get("final_logits_bias") is None:
+        state_dict["final_logits_bias"] = decoder_embed.new_zeros(1, decoder_embed.shape[0])
+    out = {theirs: state_dict[ours] for ours, theirs in weight_names(config.encoder_layers, config.decoder_layers)}
     if config.share_embeddings:
-        out["model.shared.weight"] = encoder_embed
-    for side, layers in (("encoder", config.encoder_layers), ("decoder", config.decoder_layers)):
-        for index in range(layers):
-            prefix = f"model.{side}.layers.{index}."
-            for theirs, ours in marian_layer_names(side):
-                for kind in ("weight", "bias"):
-                    out[f"{prefix}{theirs}{kind}"] = state_dict[f"{prefix}{ours}{kind}"]
+        out[MARIAN_SHARED_ALIAS] = encoder_embed
     return {name: tensor.detach().clone() for name, tensor in out.items()}
 
 
@@ -187,7 +136,7 @@ def export_marian(
         if source.folder is None and source.tokenizer is not None:
             source.tokenizer.save_pretrained(folder)
             copied = ["tokenizer (saved from memory)"]
-        _write_readme(folder, out.name, source.model.config, difference, copied)
+        write_exported_card(folder, out.name, source.model.config, difference, copied)
     return Path(out_dir)
 
 
@@ -232,42 +181,3 @@ def _copy_tokenizer_files(folder: Path, out_dir: Path) -> list[str]:
             shutil.copyfile(folder / name, out_dir / name)
             copied.append(name)
     return copied
-
-
-def _write_readme(
-    out_dir: Path, name: str, config: VaswaniConfig, difference: float, tokenizer_files: list[str]
-) -> None:
-    layout = (
-        "the d_model dimensions reordered from the paper's interleaved sinusoid layout to Marian's (an exact "
-        "change of coordinates)"
-        if config.sinusoidal_layout == "interleaved"
-        else "the same sinusoid layout"
-    )
-    tokenizer = (
-        f"Tokenizer files: {', '.join(tokenizer_files)} (`AutoTokenizer` loads them)."
-        if tokenizer_files
-        else "No tokenizer was exported."
-    )
-    text = f"""---
-library_name: transformers
-pipeline_tag: translation
-tags: [marian, hf-vaswani]
----
-
-# {name}
-
-An hf-vaswani model (`VaswaniForConditionalGeneration`) exported with `hf-vaswani export-marian` as a stock
-`MarianMTModel`: the same weights under Marian's names, {layout}. Decoding starts from token
-{config.decoder_start_token_id} (`decoder_start_token_id`), as in the source model.
-
-At export, both models ran on a padded check batch: the largest absolute difference between their logits was
-{difference:.3g}. {tokenizer}
-
-```python
-from transformers import AutoTokenizer, MarianMTModel
-
-tokenizer = AutoTokenizer.from_pretrained("{name}")
-model = MarianMTModel.from_pretrained("{name}")
-```
-"""
-    (out_dir / "README.md").write_text(text, encoding="utf-8")
