@@ -58,7 +58,14 @@ STAMP = "hf_vaswani_export.json"
 EXPORT_VERSION = 1
 
 #: What `generate()` uses for a generation setting the model's generation config leaves unset.
-GENERATE_DEFAULTS = {"max_length": 20, "min_length": 0, "num_beams": 1, "length_penalty": 1.0}
+GENERATE_DEFAULTS = {
+    "max_length": 20,
+    "min_length": 0,
+    "num_beams": 1,
+    "length_penalty": 1.0,
+    "no_repeat_ngram_size": 0,
+    "repetition_penalty": 1.0,
+}
 
 
 def ctranslate2_available() -> bool:
@@ -318,7 +325,7 @@ class CTranslate2Translator:
         max_new_tokens: int | None,
     ) -> list[list[str]]:
         """The source token strings (``>>lang<<`` ... ``</s>``), checked and cut as the PyTorch path does."""
-        from .inference import checked_sources, fitted_sources
+        from .source_checks import checked_sources, fitted_sources
 
         sentences = list(sentences)
         labels = list(labels) if labels is not None else [f"sentence {i}" for i in range(1, len(sentences) + 1)]
@@ -354,6 +361,9 @@ class CTranslate2Translator:
             "min_decoding_length": max(0, setting("min_length") - 1),  # min_length counts the start token
             "max_input_length": 0,  # the sources are already cut to the model's limit
             "end_token": self.tokenizer.convert_ids_to_tokens(eos if isinstance(eos, list) else [eos]),
+            # the generation config's guards against loops, as generate() applies them
+            "no_repeat_ngram_size": int(setting("no_repeat_ngram_size")),
+            "repetition_penalty": float(setting("repetition_penalty")),
         }
 
 
