@@ -1,10 +1,10 @@
 """Translating through CTranslate2: the fast backend of ``translate``, ``evaluate`` and the demo.
 
 CTranslate2 (the ``[fast]`` extra) runs our model from a folder exported by `hf_vaswani.export.ctranslate2`, in int8
-on a CPU by default. The export is made once and cached next to the model, in ``MODEL/ctranslate2-int8/`` (or
-``ctranslate2-float32/``, ...), and made again when the model's weights, config or tokenizer change. A model folder
-that cannot be written to (a Hub download, a read-only install) gets its export in the user cache instead
-(``$HF_VASWANI_CACHE``, default ``~/.cache/hf_vaswani/ctranslate2``).
+on a CPU by default. The export is made once and kept in the user cache (``$HF_VASWANI_CACHE/ctranslate2``, default
+``~/.cache/hf_vaswani/ctranslate2``), in a folder named after a hash of the model's weights, config and tokenizer
+files (``3f2a...-ctranslate2-int8/``), so that it is made again when they change. The model folder is only read: it
+may be read-only, shared or a Hub cache snapshot.
 
     from hf_vaswani.backends import load_ctranslate2
 
@@ -43,6 +43,7 @@ __all__ = [
     "load_ctranslate2",
     "resolve_backend",
     "translate_with_ctranslate2",
+    "user_cache_dir",
 ]
 
 #: The values of ``--backend``: PyTorch (`generate()`) or CTranslate2.
@@ -114,8 +115,8 @@ def ensure_ctranslate2_export(
     Args:
         model: a model folder or Hub id; `None` is the shipped checkpoint.
         quantization: one of `hf_vaswani.export.ctranslate2.QUANTIZATIONS` (``"int8"``, ``"float32"``, ...).
-        cache_dir: where to keep the export (``cache_dir/ctranslate2-<quantization>``); default: next to the
-            model when its folder can be written to, else the user cache.
+        cache_dir: where to keep the export (``cache_dir/ctranslate2-<quantization>``); default: the user cache,
+            keyed by the model's files (`user_cache_dir`).
 
     Returns:
         The CTranslate2 model folder.
@@ -170,20 +171,12 @@ def _export_folder(folder: Path, quantization: str, fingerprint: str, cache_dir:
     name = f"ctranslate2-{quantization}"
     if cache_dir is not None:
         return Path(cache_dir) / name
-    if os.access(folder, os.W_OK) and not _in_hub_cache(folder):
-        return folder / name
-    user_cache = Path(os.environ.get("HF_VASWANI_CACHE", Path.home() / ".cache" / "hf_vaswani")) / "ctranslate2"
-    return user_cache / f"{fingerprint[:16]}-{name}"
+    return user_cache_dir() / f"{fingerprint[:16]}-{name}"
 
 
-def _in_hub_cache(folder: Path) -> bool:
-    from huggingface_hub.constants import HF_HUB_CACHE
-
-    try:
-        folder.resolve().relative_to(Path(HF_HUB_CACHE).resolve())
-    except ValueError:
-        return False
-    return True
+def user_cache_dir() -> Path:
+    """Where the CTranslate2 exports are kept: ``$HF_VASWANI_CACHE/ctranslate2`` (default ``~/.cache/hf_vaswani``)."""
+    return Path(os.environ.get("HF_VASWANI_CACHE", Path.home() / ".cache" / "hf_vaswani")).expanduser() / "ctranslate2"
 
 
 def _stamp(target: Path) -> dict[str, Any]:

@@ -1,0 +1,177 @@
+"""What is checked about the sentences before the model sees them, for every caller (commands, backends, demo).
+
+Input problems are never silently mangled:
+
+- Characters the tokenizer does not know (`unknown_characters`): a text most of whose characters would all be
+  ``<unk>`` (emoji only, another script) is refused, and unknown characters in other texts are named in an
+  `UnknownCharactersWarning` (`check_known_characters`).
+- Length: a source longer than the model accepts is cut to that length with a `TruncatedInputWarning` naming the
+  sentences (`fitted_sources`).
+- `checked_sources` runs every check of a request (sentences, labels, batch size, beam size and length through
+  `hf_vaswani.limits.check_generation_settings`) and gives the sources with their language token.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from .languages import direction_to_languages, source_with_language
+from .limits import check_generation_settings
+
+__all__ = [
+    "MAX_UNKNOWN_SHARE",
+    "TruncatedInputWarning",
+    "UnknownCharacters",
+    "UnknownCharactersWarning",
+    "check_known_characters",
+    "checked_sources",
+    "fitted_sources",
+    "unknown_characters",
+]
+
+_REPORTED = 5
+
+
+class TruncatedInputWarning(UserWarning):
+    """Some sources were longer than the model accepts and only their beginning was translated."""
+
+
+class UnknownCharactersWarning(UserWarning):
+    """Some sources hold characters the tokenizer does not know: the model reads each as ``<unk>``."""
+
+
+def _listed(labels: Sequence[str]) -> str:
+    more = f" and {len(labels) - _REPORTED} more" if len(labels) > _REPORTED else ""
+    return ", ".join(labels[:_REPORTED]) + more
+
+
+class UnknownCharacters(NamedTuple):
+    """What `unknown_characters` finds in a text."""
+
+    #: The distinct stretches of the text the tokenizer reads as its unknown token, in order.
+    pieces: list[str]
+    #: The share of the text's non-space characters inside those stretches (0 to 1).
+    share: float
+
+
+def unknown_characters(tokenizer: Any, text: str) -> UnknownCharacters:
+    """The characters of `text` that `tokenizer` can only read as its unknown token (``<unk>``), and their share
+    of the text's non-space characters. A tokenizer without character offsets (a slow one) gives the share of
+    unknown pieces among all pieces, each shown as the unknown token."""
+    unk_id = getattr(tokenizer, "unk_token_id", None)
+    fast = bool(getattr(tokenizer, "is_fast", False))
+    encoding = tokenizer(text, add_special_tokens=False, return_offsets_mapping=fast, verbose=False)
+    ids = list(encoding["input_ids"])
+    spans = encoding["offset_mapping"] if fast else [None] * len(ids)
+    pieces: list[str] = []
+    unknown_size = 0
+    for token_id, span in zip(ids, spans, strict=True):
+        if unk_id is None or token_id != unk_id:
+            continue
+        piece = text[span[0] : span[1]].strip() if span else ""
+        unknown_size += len(piece) if span else 1
+        piece = piece or str(tokenizer.unk_token)
+        if piece not in pieces:
+            pieces.append(piece)
+    if fast:
+        total = sum(not character.isspace() for character in text)
+    else:  # pieces that carry text (not a bare word-boundary mark)
+        tokens = tokenizer.convert_ids_to_tokens(ids)
+        total = sum(1 for i, token in zip(ids, tokens, strict=True) if i == unk_id or str(token).strip("\u2581 "))
+    return UnknownCharacters(pieces, unknown_size / max(1, total))
+
+
+#: A text more than this share of whose characters the tokenizer reads as ``<unk>`` is refused (the shipped
+#: pipeline warns from the same share).
+MAX_UNKNOWN_SHARE = 0.5
+
+
+def check_known_characters(tokenizer: Any, sentences: Sequence[str], labels: Sequence[str]) -> None:
+    """The rule for characters the model does not know, for every caller (commands, demo): a text more than half of
+    whose non-space characters the tokenizer reads as ``<unk>`` (emoji only, another script) is refused, since
+    the model would translate next to nothing into a sentence; unknown characters in any other text are named in
+    one `UnknownCharactersWarning` (the model reads each as ``<unk>``).
+
+    Raises:
+        ValueError: naming the texts (by `labels`) that are mostly unknown characters, and those characters.
+    """
+    refused, warned = [], []
+    for label, sentence in zip(labels, sentences, strict=True):
+        found = unknown_characters(tokenizer, sentence)
+        shown = f"{label} ({' '.join(found.pieces[:10])}{' ...' if len(found.pieces) > 10 else ''})"
+        if found.share > MAX_UNKNOWN_SHARE:
+            refused.append(shown)
+        elif found.pieces:
+            warned.append(shown)
+    if refused:
+        raise ValueError(
+            "Most characters of "
+            + _listed(refused)
+            + " are unknown to the model: it would read them as <unk>, so there is next to nothing to translate. "
+            "Nothing was translated."
+        )
+    if warned:
+        warnings.warn(
+            "characters the model has never seen, read as <unk>: " + _listed(warned) + ".",
+            UnknownCharactersWarning,
+            stacklevel=4,  # the caller of translate()
+        )
+
+
+def checked_sources(
+    model: Any,
+    tokenizer: Any,
+    sentences: Sequence[str],
+    direction: str,
+    labels: Sequence[str],
+    *,
+    num_beams: int | None,
+    batch_size: int,
+    max_new_tokens: int | None,
+) -> list[str]:
+    """The sources of `sentences` (language token first), once every input and setting has been checked."""
+    _, target_lang = direction_to_languages(direction)
+    sentences = list(sentences)
+    if len(labels) != len(sentences):
+        raise ValueError(f"Got {len(labels)} labels for {len(sentences)} sentences.")
+    if not sentences:
+        raise ValueError("No sentence to translate: the input is empty.")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+    check_generation_settings(model, num_beams=num_beams, max_new_tokens=max_new_tokens)
+    sources = []
+    for label, sentence in zip(labels, sentences, strict=True):
+        try:
+            sources.append(source_with_language(sentence, target_lang))
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"{label[:1].upper()}{label[1:]}: {error}") from None
+    check_known_characters(tokenizer, sentences, labels)
+    return sources
+
+
+def _max_source_tokens(model: Any, tokenizer: Any) -> int:
+    """The longest source (in tokens, ``>>lang<<`` and ``</s>`` included) the model and tokenizer accept."""
+    limits = [getattr(getattr(model, "config", None), "max_position_embeddings", None)]
+    limits.append(getattr(tokenizer, "model_max_length", None))  # a huge sentinel when the tokenizer has none
+    valid = [int(v) for v in limits if isinstance(v, int) and 0 < v < 10**9]
+    return min(valid) if valid else 10**9
+
+
+def fitted_sources(model: Any, tokenizer: Any, sources: Sequence[str], labels: Sequence[str]) -> tuple[list[int], int]:
+    """The token count of each checked source and the longest the model accepts; warns once (naming them) about
+    the sources that will be cut to that length. Shared by both backends."""
+    limit = _max_source_tokens(model, tokenizer)
+    lengths = [len(ids) for ids in tokenizer(list(sources), verbose=False)["input_ids"]]
+    too_long = [i for i, n in enumerate(lengths) if n > limit]
+    if too_long:
+        warnings.warn(
+            f"{len(too_long)} source(s) longer than the {limit} tokens the model accepts; only their first "
+            f"{limit} tokens were translated: "
+            + _listed([f"{labels[i]} ({lengths[i]} tokens)" for i in too_long])
+            + ".",
+            TruncatedInputWarning,
+            stacklevel=4,
+        )
+    return lengths, limit
