@@ -39,14 +39,14 @@ sys.path.insert(0, str(ROOT))
 
 from hf_vaswani.paths import default_model_path  # noqa: E402
 from vaswani_inspect.compare import (  # noqa: E402
-    Sentence,
     compare_bert,
     load_bert,
     load_ours,
-    machine_description,
     read_sentences,
     write_compare_report,
 )
+from vaswani_inspect.compare.result import machine_description  # noqa: E402
+from vaswani_inspect.compare.sentences import Sentence  # noqa: E402
 
 RUN_SPLIT = ROOT / "runs" / "tatoeba-es-en" / "splits" / "test.tsv"
 RUN_TOKENIZER = ROOT / "runs" / "tatoeba-es-en" / "tokenizer"

@@ -32,13 +32,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hf_vaswani.paths import default_model_path  # noqa: E402
-from vaswani_inspect import (  # noqa: E402
-    extract,
-    head_view_html,
-    load_model_and_tokenizer,
-    model_view_html,
-    record_from_ids,
-)
+from vaswani_inspect import extract, head_view_html, load_model_and_tokenizer, model_view_html  # noqa: E402
+from vaswani_inspect.extract import record_from_ids  # noqa: E402
 from vaswani_inspect.testing import sentence_pairs, tiny_model, tiny_tokenizer  # noqa: E402
 
 PAIR_TOKENS = 40

@@ -21,6 +21,7 @@ import torch
 
 from hf_vaswani.paths import default_model_path, looks_like_local_path
 
+from .alignment.config import model_alignment
 from .record import AttentionRecord, check_alignment
 from .words import LANGUAGE_TOKEN
 
@@ -466,7 +467,7 @@ def _records_from_ids(
     # One device->host copy per kind: (layers, batch, heads, queries, keys).
     arrays = [torch.stack(layers).float().cpu().numpy() for layers in (encoder, decoder, cross)]
     specials = _special_tokens(tokenizer)
-    alignment = check_alignment(getattr(config, "alignment", None))  # how this model's alignments are read
+    alignment = check_alignment(model_alignment(config))  # how this model's alignments are read
     records = []
     for b, (src, tgt) in enumerate(zip(sources, decoder_inputs)):
         s, t = len(src), len(tgt)
@@ -492,9 +493,4 @@ def _records_from_ids(
     return records
 
 
-__all__ = [
-    "AttentionUnavailableError",
-    "extract",
-    "load_model_and_tokenizer",
-    "record_from_ids",
-]
+__all__ = ["AttentionUnavailableError", "extract", "load_model_and_tokenizer", "record_from_ids"]

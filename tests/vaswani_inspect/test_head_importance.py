@@ -13,13 +13,14 @@ from hf_vaswani.cli import main
 from hf_vaswani.testing import tiny_model
 from hf_vaswani.tokenization import train_tokenizer
 from tests.helpers import training_corpus
-from vaswani_inspect import ablate_heads, head_importance, write_importance_report
+from vaswani_inspect import ablate_heads, head_importance
 from vaswani_inspect.importance import (
     PruningPoint,
     alignment_heads,
     head_confidence,
     prunable_heads,
     reference_log_likelihood,
+    write_importance_report,
 )
 
 torch.set_num_threads(1)  # the tiny model is faster on one thread, and the machine is shared

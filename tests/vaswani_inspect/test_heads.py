@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from vaswani_inspect import AttentionRecord, attention_rollout, extract, head_statistics, head_statistics_table
-from vaswani_inspect.heads import BROAD_THRESHOLD, is_punctuation
+from vaswani_inspect import AttentionRecord, extract, head_statistics
+from vaswani_inspect.heads import BROAD_THRESHOLD, attention_rollout, head_statistics_table, is_punctuation
 from vaswani_inspect.testing import tiny_model, tiny_tokenizer
 
 SOURCE = [">>en<<", "▁a", "▁b", ",", "▁c", "▁d", "</s>"]

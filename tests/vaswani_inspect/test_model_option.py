@@ -6,9 +6,10 @@ import importlib
 import pytest
 
 import vaswani_inspect.__main__
-import vaswani_inspect.commands
+import vaswani_inspect.commands.inspect
 from hf_vaswani.cli import main
-from vaswani_inspect import AttentionUnavailableError, load_model_and_tokenizer
+from vaswani_inspect import load_model_and_tokenizer
+from vaswani_inspect.extract import AttentionUnavailableError
 
 
 def _error_line(err: str, command: str) -> str:
@@ -42,7 +43,7 @@ def test_attention_unavailable_is_one_line(monkeypatch, tmp_path, capsys, model,
     def no_attention(*args, **kwargs):
         raise AttentionUnavailableError("The model returned no cross_attentions: load it with 'eager'.")
 
-    monkeypatch.setattr(vaswani_inspect.commands, "_load", lambda args: (model, tokenizer))
+    monkeypatch.setattr(vaswani_inspect.commands.inspect, "load_model", lambda args: (model, tokenizer))
     extract_module = importlib.import_module("vaswani_inspect.extract")  # (the package's `extract` is the function)
     monkeypatch.setattr(extract_module, "extract", no_attention)
     assert main(["inspect", "hola", "--out", str(tmp_path)]) == 2

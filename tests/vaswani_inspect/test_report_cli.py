@@ -18,13 +18,13 @@ from vaswani_inspect import (
     plot_alignment_links,
     plot_heatmap,
     plot_layer_grid,
-    save_figure,
     source_words,
     target_words,
-    write_alignment_config,
     write_report,
 )
+from vaswani_inspect.alignment import write_alignment_config
 from vaswani_inspect.commands import add_parser
+from vaswani_inspect.plots import save_figure
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from hf_vaswani.data.word_alignment import words as text_split
-from vaswani_inspect import AttentionRecord, extract, merge_attention, text_words, to_words, word_spans, words
+from vaswani_inspect import AttentionRecord, extract, to_words
 from vaswani_inspect.testing import tiny_model, tiny_tokenizer
+from vaswani_inspect.words import merge_attention, text_words, word_spans, words
 
 
 def _softmax(x):

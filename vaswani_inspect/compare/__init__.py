@@ -48,12 +48,15 @@ attention kind); `write_compare_report` writes it to a folder::
     result = compare_bert(read_sentences("sentences.txt"), model, tokenizer, bert, bert_tokenizer, decoder=True)
     write_compare_report(result, "report/")
 
-`compare_records` compares any two lists of word-level records (`word_level_record`, `self_attention_record`).
+`comparison.compare_records` compares any two lists of word-level records (`records.word_level_record`,
+`records.self_attention_record`).
 
 Modules: `words` (the shared words), `sentences` (the input file), `models` (loading both models, BERT's
 attention), `records` (word-level `AttentionRecord`s), `distances` (Jensen-Shannon distances, MDS),
 `comparison` (`HeadComparison`, `compare_records`), `prepare` and `passes` (the steps of `compare_bert`, in
-`api`), `result` (`CompareResult`), `plots` and `report` (the report folder).
+`api`), `result` (`CompareResult`), `plots` and `report` (the report folder). This package exports what a comparison
+from Python needs (the example above, `check_bert`, `DEFAULT_BERT` and the result types); the rest is in those
+modules.
 
 Command line (registered in `hf-vaswani` by `vaswani_inspect.commands`)::
 
@@ -64,51 +67,20 @@ patterns are a description, not an explanation.
 """
 
 from .api import compare_bert
-from .comparison import HeadComparison, compare_records, head_label
-from .distances import DistanceAccumulator, comparable_rows, js_divergence, mds_embedding, pairwise_js_sums
-from .errors import CompareInputError
-from .models import BERT_MODEL_TYPES, DEFAULT_BERT, bert_attention, check_bert, load_bert, load_ours
-from .plots import STATISTICS, plot_distance_heatmap, plot_head_statistics, plot_mds, plot_tag_counts
-from .records import self_attention_record, word_level_record
+from .comparison import HeadComparison
+from .models import DEFAULT_BERT, check_bert, load_bert, load_ours
 from .report import write_compare_report
-from .result import CompareResult, machine_description
-from .sentences import Sentence, read_sentences
-from .words import Pieces, WordGroups, encode_pieces, shared_words, special_ids, split_words, word_groups
+from .result import CompareResult
+from .sentences import read_sentences
 
 __all__ = [
-    "BERT_MODEL_TYPES",
     "DEFAULT_BERT",
-    "STATISTICS",
-    "CompareInputError",
     "CompareResult",
-    "DistanceAccumulator",
     "HeadComparison",
-    "Pieces",
-    "Sentence",
-    "WordGroups",
-    "bert_attention",
     "check_bert",
-    "comparable_rows",
     "compare_bert",
-    "compare_records",
-    "encode_pieces",
-    "head_label",
-    "js_divergence",
     "load_bert",
     "load_ours",
-    "machine_description",
-    "mds_embedding",
-    "pairwise_js_sums",
-    "plot_distance_heatmap",
-    "plot_head_statistics",
-    "plot_mds",
-    "plot_tag_counts",
     "read_sentences",
-    "self_attention_record",
-    "shared_words",
-    "special_ids",
-    "split_words",
-    "word_groups",
-    "word_level_record",
     "write_compare_report",
 ]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..alignment import read_lines
+from ..alignment.gold import read_lines
 from .errors import CompareInputError
 
 __all__ = ["Sentence", "as_sentences", "read_sentences"]

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .importance import MEASURES, HeadImportance, HeadScore
-from .plots import new_figure, save_figure
-from .record import KINDS
-from .report import check_image_format, write_report_folder
+from ..plots import new_figure, save_figure
+from ..record import KINDS
+from ..report import check_image_format, write_report_folder
+from .result import MEASURES, HeadImportance, HeadScore
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -1,0 +1,165 @@
+"""``hf-vaswani align-eval``: search the decoder layer, heads and shift whose cross-attention best matches gold word
+alignments (`vaswani_inspect.alignment.search_alignments`), and optionally store the best in a model's config.json."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from hf_vaswani.commands import finite_float, non_negative_int, positive_int
+
+from .common import check_device, load_model, local_model, model_arguments
+
+__all__ = ["add_parser", "run_align_eval"]
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add the ``align-eval`` subcommand to an argparse `subparsers` object."""
+    from ..extract import AttentionUnavailableError
+
+    _add_align_eval(subparsers).set_defaults(func=run_align_eval, user_errors=(AttentionUnavailableError,))
+
+
+def _add_align_eval(subparsers: Any) -> argparse.ArgumentParser:
+    evaluate = subparsers.add_parser(
+        "align-eval",
+        help="search the decoder layer, heads and shift whose cross-attention alignments have the lowest AER",
+        description=(
+            "Teacher-force each reference translation, score every decoder layer (and their mean) x every head (and "
+            "all heads) x shift against gold (or silver) word alignments, print the best configurations and "
+            "optionally store the best one in a model folder's config.json (its `alignment` field)."
+        ),
+    )
+    evaluate.add_argument(
+        "--gold",
+        required=True,
+        type=Path,
+        help="gold alignments: one line per pair, 'i-j' sure, 'ipj' possible; punctuation marks are words",
+    )
+    evaluate.add_argument("--source-file", required=True, type=Path, help="source sentences, one per line (UTF-8)")
+    evaluate.add_argument(
+        "--target-file", required=True, type=Path, help="reference translations, one per line (UTF-8)"
+    )
+    evaluate.add_argument("--direction", default="es-en", help="es-en (default) or en-es")
+    model_arguments(evaluate)
+    evaluate.add_argument(
+        "--index-base",
+        type=int,
+        choices=(0, 1),
+        help="gold indices are 0- or 1-based (default: what the file declares, else 0)",
+    )
+    evaluate.add_argument("--method", choices=("argmax", "threshold"), default="argmax")
+    evaluate.add_argument(
+        "--threshold",
+        type=_weight,
+        default=0.5,
+        help="with --method threshold: the weight a link needs, above 0 and at most 1 (default: 0.5)",
+    )
+    evaluate.add_argument(
+        "--skip-punctuation", action="store_true", help="leave links touching punctuation words out of the scores"
+    )
+    evaluate.add_argument(
+        "--top", type=positive_int, default=10, help="configurations to print, best first (default: 10)"
+    )
+    evaluate.add_argument(
+        "--pairs-of-best",
+        type=non_negative_int,
+        default=8,
+        metavar="N",
+        help="also try the average of every pair of the N best configurations (default: 8; 0: none)",
+    )
+    evaluate.add_argument("--batch-size", type=positive_int, default=16, help="sentences per forward pass")
+    evaluate.add_argument(
+        "--json",
+        type=Path,
+        metavar="FILE",
+        help="also write the best configuration and the whole table to FILE (in an existing folder; replaced)",
+    )
+    evaluate.add_argument(
+        "--write-config",
+        type=Path,
+        metavar="MODEL_DIR",
+        help="store the best configuration as `alignment` in MODEL_DIR/config.json (the model then aligns with it); "
+        "the config is checked before any work and replaced in one step",
+    )
+    return evaluate
+
+
+def run_align_eval(args: argparse.Namespace) -> int:
+    """The ``align-eval`` subcommand: prints the best configurations' AER, precision and recall; returns 0."""
+    import json
+
+    from hf_vaswani.languages import direction_to_languages
+    from hf_vaswani.outputs import OutputPlan
+
+    from ..alignment import (
+        read_gold,
+        read_lines,
+        read_model_config,
+        search_alignments,
+        write_alignment_config,
+    )
+    from ..extract import extract
+
+    direction_to_languages(args.direction)
+    check_device(args.device)
+    plan = OutputPlan(inputs=[args.gold, args.source_file, args.target_file, *local_model(args)])
+    json_path = plan.file(args.json, "JSON file") if args.json is not None else None
+    if args.write_config is not None:
+        if not (args.write_config / "config.json").is_file():
+            raise FileNotFoundError(f"--write-config: no model config at {args.write_config / 'config.json'}.")
+        read_model_config(args.write_config)  # a Vaswani model's config, readable: before any work
+        plan.file(args.write_config / "config.json", "model config (--write-config)", into_input=True)
+    plan.check()
+    gold = read_gold(args.gold, args.index_base)
+    sources = read_lines(args.source_file, "source file")
+    targets = read_lines(args.target_file, "target file")
+    if not len(sources) == len(targets) == len(gold):
+        raise ValueError(
+            f"{args.source_file} has {len(sources)} lines, {args.target_file} {len(targets)}, and {args.gold} "
+            f"{len(gold)} sentences: they must match line by line."
+        )
+    model, tokenizer = load_model(args)
+    records = extract(model, tokenizer, sources, targets, direction=args.direction, batch_size=args.batch_size)
+    search = search_alignments(  # which first checks every gold link against its sentence pair (check_gold)
+        records,
+        gold,
+        method=args.method,
+        threshold=args.threshold,
+        skip_punctuation=args.skip_punctuation,
+        pairs_of_best=args.pairs_of_best,
+    )
+    _print_search(search, len(records), args.top)
+    if json_path is not None:
+        with plan.writing() as staged:
+            staged(json_path).write_text(json.dumps(search.to_dict(), indent=2) + "\n", encoding="utf-8")
+    if args.write_config is not None:
+        path = write_alignment_config(args.write_config, search.best)
+        print(f"wrote alignment {json.dumps(search.best)} into {path}")
+    return 0
+
+
+def _print_search(search: Any, sentences: int, top: int) -> None:
+    import json
+
+    from ..alignment import describe_alignment
+
+    shown = search.table[:top]
+    print(f"{len(search.table)} configurations on {sentences} sentences; the best {len(shown)}:")
+    print("  AER  precision  recall  configuration")
+    for rank, row in enumerate(shown):
+        marker = "  <- best" if rank == 0 else ""
+        print(
+            f"{row.scores.aer:.3f}      {row.scores.precision:.3f}   {row.scores.recall:.3f}  "
+            f"{describe_alignment(row.config)}{marker}"
+        )
+    print(f"best: {json.dumps(search.best)} (AER {search.scores.aer:.3f})")
+
+
+def _weight(text: str) -> float:
+    """An argparse ``type`` for ``--threshold``: an attention weight above 0 and at most 1."""
+    value = finite_float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a weight above 0 and at most 1, got {text!r}")
+    return value

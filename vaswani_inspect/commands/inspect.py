@@ -1,0 +1,187 @@
+"""``hf-vaswani inspect``: translate a sentence (or teacher-force a ``--target``) and write its attention report
+(`vaswani_inspect.write_report`), its alignment read as the model's ``config.alignment`` says unless told otherwise."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from hf_vaswani.commands import beam_size, head_indices, positive_int, utf8_text
+
+from .common import check_device, load_model, local_model, model_arguments, model_name
+
+__all__ = ["add_parser", "run_inspect"]
+
+#: Libraries of the [inspect] extra the command needs, checked before any model is loaded.
+_INSPECT_NEEDS = ("matplotlib", "bertviz", "mpld3", "xstatic")
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add the ``inspect`` subcommand to an argparse `subparsers` object."""
+    from ..extract import AttentionUnavailableError
+
+    _add_inspect(subparsers).set_defaults(func=run_inspect, user_errors=(AttentionUnavailableError,))
+
+
+def _add_inspect(subparsers: Any) -> argparse.ArgumentParser:
+    inspect = subparsers.add_parser(
+        "inspect",
+        help="translate a sentence and write its attention report (bertviz HTML, heatmaps, alignment, head stats)",
+        description="Translate (or teacher-force a --target) and write every attention view into --out. Arguments "
+        "and --out are checked before the model runs; the report is written into a temporary sibling of --out and "
+        "renamed into place at the end.",
+    )
+    inspect.add_argument(
+        "text", nargs="+", type=utf8_text, help="source sentence(s); several sentences get one subfolder each"
+    )
+    inspect.add_argument("--out", required=True, type=Path, help="report folder (must not exist or be empty)")
+    inspect.add_argument("--overwrite", action="store_true", help="replace a non-empty --out folder whole")
+    inspect.add_argument("--direction", default="es-en", help="es-en (default) or en-es")
+    model_arguments(inspect)
+    inspect.add_argument(
+        "--target", type=utf8_text, help="inspect this reference translation instead of generating one"
+    )
+    inspect.add_argument(
+        "--num-beams", type=beam_size, default=1, help="beam size for generation, at most 64 (default: 1, greedy)"
+    )
+    inspect.add_argument(
+        "--max-new-tokens",
+        type=positive_int,
+        help="longest translation to generate, in tokens: at most the model's max_position_embeddings - 1",
+    )
+    inspect.add_argument(
+        "--truncate",
+        action="store_true",
+        help="truncate (with a warning) instead of failing on text longer than the model's max_position_embeddings",
+    )
+    inspect.add_argument("--format", choices=("png", "svg"), default="png", help="image format (default: png)")
+    inspect.add_argument(
+        "--alignment-layer",
+        type=_layer_choice,
+        help="decoder layer for the alignment (from 0; negative counts from the last), or 'mean' (default: the "
+        "model's config.alignment)",
+    )
+    inspect.add_argument(
+        "--alignment-heads",
+        type=head_indices,
+        help="'all' or comma-separated heads (from 0), averaged (default: the model's config.alignment)",
+    )
+    inspect.add_argument(
+        "--shift",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="read each target word where it is the decoder input (Chen et al. 2020), or not (--no-shift); "
+        "default: the model's config.alignment",
+    )
+    inspect.add_argument("--skip-punctuation", action="store_true", help="punctuation words get no alignment link")
+    return inspect
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    """The ``inspect`` subcommand: returns 0 after writing one report per sentence."""
+    from hf_vaswani.inference import check_generation_settings, check_known_characters
+    from hf_vaswani.outputs import OutputPlan
+
+    from ..dependencies import require
+    from ..extract import extract
+
+    labels = [f"sentence {i}" for i in range(1, len(args.text) + 1)]
+    _check_inspect_arguments(args, labels)
+    require(*_INSPECT_NEEDS, needed_by="hf-vaswani inspect")
+    plan = OutputPlan(inputs=local_model(args))
+    out = plan.folder(args.out, "report folder", overwrite=args.overwrite)
+    plan.check()  # before the model is loaded
+    model, tokenizer = load_model(args)
+    check_generation_settings(model, num_beams=args.num_beams, max_new_tokens=args.max_new_tokens)
+    _check_alignment_choice(model, args.alignment_layer, args.alignment_heads)
+    check_known_characters(tokenizer, list(args.text), labels)  # the rule of translate and the demo
+    generate_kwargs: dict[str, Any] = {"num_beams": args.num_beams}
+    if args.max_new_tokens is not None:
+        generate_kwargs["max_new_tokens"] = args.max_new_tokens
+    records = extract(
+        model,
+        tokenizer,
+        list(args.text),
+        None if args.target is None else [args.target],
+        direction=args.direction,
+        generate_kwargs=generate_kwargs,
+        truncation=args.truncate,
+        model_name=model_name(args, model),
+    )
+    summaries = []
+    with plan.writing() as staged:  # every report is published together, or none
+        folder = staged(out)
+        for i, record in enumerate(records):
+            sub = Path() if len(records) == 1 else Path(f"{i:02d}")
+            written = _write_inspect_report(args, record, folder / sub)
+            pharaoh = written["pharaoh"].read_text(encoding="utf-8").strip() or "(none)"
+            summaries.append((record, pharaoh, Path(args.out) / sub / "index.html", len(written)))
+    for record, pharaoh, index, files in summaries:
+        print(f"{record.source_text} -> {record.target_text}")
+        print(f"  alignment: {pharaoh}")
+        print(f"  report: {index} ({files} files)")
+    return 0
+
+
+def _check_inspect_arguments(args: argparse.Namespace, labels: list[str]) -> None:
+    """The checks ``translate`` makes too: the direction, the device, the texts (none empty, no language token
+    written in them)."""
+    from hf_vaswani.languages import direction_to_languages, source_with_language
+
+    _, target_language = direction_to_languages(args.direction)
+    if args.target is not None and len(args.text) != 1:
+        raise ValueError("--target goes with exactly one source sentence.")
+    for label, text in zip(labels, args.text, strict=True):
+        shown = f"{label[:1].upper()}{label[1:]}"
+        if not text.strip():
+            raise ValueError(f"{shown} is empty or whitespace only: there is nothing to inspect.")
+        try:
+            source_with_language(text, target_language)
+        except ValueError as error:
+            raise ValueError(f"{shown}: {error}") from None
+    if args.target is not None and not args.target.strip():
+        raise ValueError("--target is empty or whitespace only: there is nothing to inspect.")
+    check_device(args.device)
+
+
+def _check_alignment_choice(model: Any, layer: int | str | None, heads: str | list[int] | None) -> None:
+    """Refuse an ``--alignment-layer`` or ``--alignment-heads`` the model's cross-attention does not have."""
+    config = model.config
+    layers = int(getattr(config, "decoder_layers", 0) or 0)
+    count = int(getattr(config, "decoder_attention_heads", 0) or 0)
+    if isinstance(layer, int) and layers and not -layers <= layer < layers:
+        raise ValueError(
+            f"--alignment-layer {layer}: the model has {layers} decoder layers, 0 to {layers - 1} (or 'mean')."
+        )
+    outside = [head for head in heads if head >= count] if isinstance(heads, list) and count else []
+    if outside:
+        raise ValueError(
+            f"--alignment-heads {','.join(map(str, heads))}: the model's cross-attention has {count} heads, 0 to "
+            f"{count - 1} (or 'all')."
+        )
+
+
+def _write_inspect_report(args: argparse.Namespace, record: Any, folder: Path) -> dict[str, Path]:
+    from ..report import write_report
+
+    return write_report(
+        record,
+        folder,
+        image_format=args.format,
+        alignment_layer=args.alignment_layer,
+        alignment_heads=args.alignment_heads,
+        shift=args.shift,
+        skip_punctuation=args.skip_punctuation,
+    )
+
+
+def _layer_choice(text: str) -> int | str:
+    """An argparse ``type`` for ``--alignment-layer``: ``mean`` or a layer index (negative counts from the last);
+    the model's number of decoder layers bounds it, checked once the model is loaded."""
+    if text.strip() == "mean":
+        return "mean"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a layer number such as 0 or 'mean', got {text!r}") from None
