@@ -14,7 +14,13 @@ def _run_train(args: argparse.Namespace) -> int:
     from ..training import load_config, train
 
     config = load_config(args.config, args.set or [])
-    summary = train(config, resume=args.resume)
+    summary = train(
+        config,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        resume_from_previous=args.resume_from_previous,
+        fresh_optimizer=args.fresh_optimizer,
+    )
     if summary.get("process_index", 0) == 0:  # one summary for a distributed run
         print(json.dumps(summary, indent=2))
     return 0
@@ -50,7 +56,9 @@ def _add_train(subparsers: Any) -> None:
         help="train a model with the paper's recipe (Seq2SeqTrainer)",
         description=(
             "Train (or resume) a Transformer from a YAML/JSON run configuration. Resumes from the last "
-            "checkpoint of training.output_dir when there is one, unless --no-resume."
+            "checkpoint of training.output_dir when there is one, unless --no-resume; every file it resumes from "
+            "is checked first. A loss that becomes NaN or infinite stops the run (exit code 2), keeping the last "
+            "good checkpoint and writing no final/ model."
         ),
         epilog="example: hf-vaswani train configs/tatoeba-es-en.yaml --set data.path=pairs.tsv "
         "--set training.output_dir=runs/tatoeba --set training.max_steps=100",
@@ -68,6 +76,25 @@ def _add_train(subparsers: Any) -> None:
         default=None,
         help="resume from the last checkpoint (default: when one exists); --no-resume refuses to reuse a "
         "directory that has checkpoints",
+    )
+    parser.add_argument(
+        "--resume-from-previous",
+        action="store_true",
+        help="when the last checkpoint is damaged (trainer_state.json, scheduler.pt, optimizer.pt, the RNG states "
+        "or the weights missing or not what a run writes), resume from the newest checkpoint that is not, saying "
+        "which it skipped; without it such a checkpoint is an error that names the file",
+    )
+    parser.add_argument(
+        "--fresh-optimizer",
+        action="store_true",
+        help="resume from a checkpoint that has no optimizer.pt, starting Adam again (the learning-rate schedule "
+        "goes on where it was; the losses depart from an unbroken run's); without it such a checkpoint is refused",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="train even when training.output_dir is (or is inside) a model folder, e.g. the shipped checkpoint: "
+        "the run writes its files beside the model's; without it such a folder is refused before any work",
     )
     parser.set_defaults(func=_run_train)
 

@@ -85,7 +85,9 @@ def checkpoint_problem(folder: str | os.PathLike[str]) -> str | None:
     except (OSError, ValueError) as error:
         return f"trainer_state.json is unreadable ({error})"
     step = checkpoint_step(folder)
-    if step >= 0 and state.get("global_step") != step:
+    # A trainer state that is not an object is not what an interrupted save leaves: it is damage that resuming
+    # reports by name (hf_vaswani.training.resume), not a checkpoint to skip.
+    if step >= 0 and isinstance(state, dict) and state.get("global_step") != step:
         return f"trainer_state.json records step {state.get('global_step')}, not {step}"
     for path in sorted([*folder.glob("*.pt"), *folder.glob("*.pth")]):
         if not zipfile.is_zipfile(path):

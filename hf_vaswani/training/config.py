@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -15,7 +14,18 @@ from typing import Any
 import yaml
 
 from ..configuration_vaswani import VaswaniConfig
-from ..languages import DIRECTIONS
+from .recipe_yaml import RecipeYAMLError, load_recipe_yaml
+from .values import (
+    bool_value,
+    checker,
+    choice_value,
+    directions_value,
+    float_value,
+    int_value,
+    path_value,
+    size_value,
+    validate_model_section,
+)
 from .weights import DTYPES
 
 __all__ = ["DEFAULT_CONFIG", "SAMPLING_STRATEGIES", "apply_overrides", "load_config", "validate_config"]
@@ -141,7 +151,7 @@ def apply_overrides(config: dict[str, Any], overrides: Sequence[str]) -> dict[st
                 "e.g. training.max_steps=100."
             )
         try:
-            value = yaml.safe_load(raw) if raw.strip() else None
+            value = load_recipe_yaml(raw) if raw.strip() else None
         except yaml.YAMLError as error:
             raise ValueError(f"Override {item!r}: the value is not valid YAML ({_yaml_problem(error)}).") from None
         config.setdefault(parts[0], {})[parts[1]] = value
@@ -150,183 +160,76 @@ def apply_overrides(config: dict[str, Any], overrides: Sequence[str]) -> dict[st
 
 
 def _yaml_problem(error: yaml.YAMLError) -> str:
+    if isinstance(error, RecipeYAMLError):
+        return str(error)
     mark = getattr(error, "problem_mark", None)
     problem = getattr(error, "problem", None) or str(error)
     return f"{problem} at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else problem
 
 
-# --------------------------------------------------------------------------------------------- values
-
-
-def _int_value(value: Any, where: str, minimum: int | None = None, nullable: bool = False) -> int | None:
-    if value is None and nullable:
-        return None
-    number: Any = value
-    if isinstance(value, str):
-        try:
-            number = float(value) if any(c in value for c in ".eE") else int(value)
-        except ValueError:
-            number = None
-    if isinstance(number, float) and number.is_integer():
-        number = int(number)
-    if isinstance(number, bool) or not isinstance(number, int) or (minimum is not None and number < minimum):
-        bound = {None: "an integer", 0: "an integer >= 0", 1: "a positive integer"}.get(
-            minimum, f"an integer >= {minimum}"
-        )
-        raise ValueError(f"{where} must be {bound}{' or null' if nullable else ''}, got {value!r}.")
-    return number
-
-
-def _float_value(
-    value: Any,
-    where: str,
-    low: float | None = None,
-    high: float | None = None,
-    nullable: bool = False,
-    low_inclusive: bool = True,
-) -> float | None:
-    if value is None and nullable:
-        return None
-    number: Any = value
-    if isinstance(value, str):
-        try:
-            number = float(value)
-        except ValueError:
-            number = None
-    ok = isinstance(number, (int, float)) and not isinstance(number, bool) and math.isfinite(number)
-    if ok and low is not None:
-        ok = number >= low if low_inclusive else number > low
-    if ok and high is not None:
-        ok = number < high
-    if not ok:
-        bounds = []
-        if low is not None:
-            bounds.append(f"{'>=' if low_inclusive else '>'} {low:g}")
-        if high is not None:
-            bounds.append(f"< {high:g}")
-        wanted = "a number" + (f" {' and '.join(bounds)}" if bounds else "") + (" or null" if nullable else "")
-        raise ValueError(f"{where} must be {wanted}, got {value!r}.")
-    return float(number)
-
-
-def _bool_value(value: Any, where: str, nullable: bool = False) -> bool | None:
-    if value is None and nullable:
-        return None
-    if not isinstance(value, bool):
-        raise ValueError(f"{where} must be true or false{' or null' if nullable else ''}, got {value!r}.")
-    return value
-
-
-def _path_value(value: Any, where: str) -> str | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, (str, int, os.PathLike)) and not isinstance(value, bool):
-        return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
-    raise ValueError(f"{where} must be a path, got {value!r}.")
-
-
-def _choice_value(value: Any, where: str, choices: Sequence[Any]) -> Any:
-    if value not in choices:
-        raise ValueError(f"{where} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}.")
-    return value
-
-
-def _size_value(value: Any, where: str) -> int | float:
-    if isinstance(value, str):
-        try:
-            value = float(value) if any(c in value for c in ".eE") else int(value)
-        except ValueError:
-            pass
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ValueError(f"{where} must be a number of pairs (int >= 0) or a fraction in [0, 1), got {value!r}.")
-    return value
-
-
-def _directions_value(value: Any, where: str) -> list[str]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not value:
-        raise ValueError(f"{where} must be a non-empty list of directions among {list(DIRECTIONS)}, got {value!r}.")
-    for direction in value:
-        _choice_value(direction, where, DIRECTIONS)
-    if len(set(value)) != len(value):
-        raise ValueError(f"{where} lists a direction twice: {value!r}.")
-    return value
-
-
 # --------------------------------------------------------------------------------------------- validation
 
 
-def _checker(section: dict[str, Any], name: str) -> Any:
-    """``check(key, convert, *args)``: replace ``section[key]`` (when present) by its checked value."""
-
-    def check(key: str, convert: Any, *args: Any) -> None:
-        if key in section:
-            section[key] = convert(section[key], f"{name}.{key}", *args)
-
-    return check
-
-
 def _validate_data(data: dict[str, Any]) -> None:
-    check = _checker(data, "data")
-    check("path", _path_value)
-    check("directions", _directions_value)
-    check("validation_size", _size_value)
-    check("test_size", _size_value)
-    check("split_seed", _int_value, 0)
-    check("max_length", _int_value, 2)
-    check("max_length_ratio", _float_value, 1.0, None, True)
-    check("eval_samples", _int_value, 0, True)
-    check("noun_phrases", _bool_value)
-    check("max_noun_phrases", _int_value, 1, True)
-    check("casual_copies", _float_value, 0.0, 1.0)
-    check("noun_phrase_sentences", _bool_value)
+    check = checker(data, "data")
+    check("path", path_value)
+    check("directions", directions_value)
+    check("validation_size", size_value)
+    check("test_size", size_value)
+    check("split_seed", int_value, 0)
+    check("max_length", int_value, 3)  # the language token, one token of text, </s>
+    check("max_length_ratio", float_value, 1.0, None, True)
+    check("eval_samples", int_value, 0, True)
+    check("noun_phrases", bool_value)
+    check("max_noun_phrases", int_value, 1, True)
+    check("casual_copies", float_value, 0.0, 1.0)
+    check("noun_phrase_sentences", bool_value)
 
 
 def _validate_tokenizer(tokenizer: dict[str, Any]) -> None:
-    check = _checker(tokenizer, "tokenizer")
-    check("path", _path_value)
-    check("vocab_size", _int_value, 1)
-    check("model_type", _choice_value, ("unigram", "bpe"))
+    check = checker(tokenizer, "tokenizer")
+    check("path", path_value)
+    check("vocab_size", int_value, 1)
+    check("model_type", choice_value, ("unigram", "bpe"))
 
 
 def _validate_alignment(alignment: dict[str, Any]) -> None:
     from ..data.word_alignment import SYMMETRIZATIONS
 
-    check = _checker(alignment, "alignment")
-    check("guided", _bool_value)
-    check("layer", _int_value, 0, True)
-    check("head", _int_value, 0)
-    check("weight", _float_value, 0.0, None, False, False)
-    check("symmetrization", _choice_value, SYMMETRIZATIONS)
+    check = checker(alignment, "alignment")
+    check("guided", bool_value)
+    check("layer", int_value, 0, True)
+    check("head", int_value, 0)
+    check("weight", float_value, 0.0, None, False, False)
+    check("symmetrization", choice_value, SYMMETRIZATIONS)
 
 
 def _validate_training(training: dict[str, Any]) -> None:
-    check = _checker(training, "training")
-    check("output_dir", _path_value)
-    check("init_from", _path_value)
+    check = checker(training, "training")
+    check("output_dir", path_value)
+    check("init_from", path_value)
     for key in ("batch_size", "gradient_accumulation_steps", "max_steps", "logging_steps", "save_steps"):
-        check(key, _int_value, 1)
+        check(key, int_value, 1)
     for key in ("eval_batch_size", "eval_num_beams", "num_beams", "max_new_tokens"):
-        check(key, _int_value, 1)
+        check(key, int_value, 1)
     for key in ("warmup_steps", "eval_steps", "seed", "average_last", "dataloader_num_workers"):
-        check(key, _int_value, 0)
-    check("save_total_limit", _int_value, 0, True)
-    check("max_tokens_per_batch", _int_value, 1, True)
-    check("learning_rate", _float_value, 0.0, None, True, False)
-    check("lr_scale", _float_value, 0.0, None, False, False)
-    check("adam_beta1", _float_value, 0.0, 1.0)
-    check("adam_beta2", _float_value, 0.0, 1.0)
-    check("adam_epsilon", _float_value, 0.0)
-    check("weight_decay", _float_value, 0.0)
-    check("max_grad_norm", _float_value, 0.0)
-    check("length_penalty", _float_value)
-    check("bf16", _bool_value)
-    check("disable_tqdm", _bool_value)
-    check("use_cpu", _bool_value, True)
-    check("sampling", _choice_value, SAMPLING_STRATEGIES)
+        check(key, int_value, 0)
+    check("save_total_limit", int_value, 0, True)
+    check("max_tokens_per_batch", int_value, 1, True)
+    check("learning_rate", float_value, 0.0, None, True, False)
+    check("lr_scale", float_value, 0.0, None, False, False)
+    check("adam_beta1", float_value, 0.0, 1.0)
+    check("adam_beta2", float_value, 0.0, 1.0)
+    check("adam_epsilon", float_value, 0.0, None, False, False)  # divides: never 0
+    check("weight_decay", float_value, 0.0)
+    check("max_grad_norm", float_value, 0.0)
+    check("length_penalty", float_value)
+    check("bf16", bool_value)
+    check("disable_tqdm", bool_value)
+    check("use_cpu", bool_value, True)
+    check("sampling", choice_value, SAMPLING_STRATEGIES)
     if training.get("save_dtype") is not None:
-        _choice_value(str(training["save_dtype"]).replace("torch.", ""), "training.save_dtype", list(DTYPES))
+        choice_value(str(training["save_dtype"]).replace("torch.", ""), "training.save_dtype", list(DTYPES))
     report_to = training.get("report_to")
     if not (isinstance(report_to, str) or (isinstance(report_to, list) and all(isinstance(r, str) for r in report_to))):
         raise ValueError(
@@ -352,12 +255,33 @@ def _validate_sampling(data: Mapping[str, Any], training: Mapping[str, Any]) -> 
         )
 
 
+def _validate_evaluation(data: Mapping[str, Any], training: Mapping[str, Any]) -> None:
+    """Evaluation during training needs validation pairs to evaluate on."""
+    eval_steps = training.get("eval_steps", DEFAULT_CONFIG["training"]["eval_steps"])
+    if data.get("validation_size", DEFAULT_CONFIG["data"]["validation_size"]) == 0 and eval_steps:
+        raise ValueError(
+            f"data.validation_size is 0, but training.eval_steps ({eval_steps}) evaluates on the validation "
+            "split: hold out validation pairs (e.g. data.validation_size=200), or set training.eval_steps=0."
+        )
+
+
+def validate_lengths(data: Mapping[str, Any], training: Mapping[str, Any], positions: int, where: str) -> None:
+    """The longest training pair and the longest translation must fit the model's `positions`."""
+    for key, value in (
+        ("data.max_length", data.get("max_length")),
+        ("training.max_new_tokens", training.get("max_new_tokens")),
+    ):
+        if value is not None and value > positions:
+            raise ValueError(f"{key} ({value}) must be at most {where} ({positions}), the positions the model has.")
+
+
 def validate_config(config: dict[str, Any]) -> dict[str, Any]:
     """Check the type and range of every value of a run configuration (in place; also returned).
 
     Numbers given as strings (YAML reads ``1e-9`` without a dot as a string) are converted; a bad value
     raises a ValueError that names the key, e.g. ``training.max_steps must be a positive integer, got 'abc'``.
-    The ``model`` section is checked by building a `VaswaniConfig` from it.
+    The ``model`` section's fields are checked one by one (`validate_model_section`), then together by
+    building a `VaswaniConfig` from them.
     """
     _check_keys(config)
     for section in DEFAULT_CONFIG:
@@ -369,10 +293,16 @@ def validate_config(config: dict[str, Any]) -> dict[str, Any]:
     _validate_training(config["training"])
     _validate_alignment(config["alignment"])
     _validate_sampling(config["data"], config["training"])
+    _validate_evaluation(config["data"], config["training"])
+    validate_model_section(config["model"])
     try:
         model = VaswaniConfig(**dict(config["model"]))
     except (TypeError, ValueError) as error:
         raise ValueError(f"Section 'model': {error}") from None
+    if not config["training"].get("init_from"):  # a model to start from brings its own (checked when loaded)
+        validate_lengths(
+            config["data"], config["training"], model.max_position_embeddings, "model.max_position_embeddings"
+        )
     if config["alignment"].get("guided") and not config["training"].get("init_from"):
         layer, head = config["alignment"].get("layer"), config["alignment"].get("head", 0)
         if layer is not None and layer >= model.decoder_layers:
@@ -385,18 +315,33 @@ def validate_config(config: dict[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------- loading
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    twice = sorted({key for key in keys if keys.count(key) > 1})
+    if twice:
+        raise ValueError(f"the key(s) {twice} are given twice in one object; keep one of each")
+    return dict(pairs)
+
+
 def _read_config_file(path: Path) -> Mapping[str, Any]:
     if not path.is_file():
         raise FileNotFoundError(f"No such configuration file: {str(path)!r}")
     try:
         with open(path, encoding="utf-8") as handle:
-            loaded = json.load(handle) if path.suffix.lower() == ".json" else yaml.safe_load(handle)
+            if path.suffix.lower() == ".json":
+                loaded = json.load(handle, object_pairs_hook=_unique_keys)
+            else:
+                loaded = load_recipe_yaml(handle)
+    except RecipeYAMLError as error:
+        raise ValueError(f"{path}: {error}.") from None
     except yaml.YAMLError as error:
         raise ValueError(f"{path}: not valid YAML ({_yaml_problem(error)}).") from None
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}: not valid JSON ({error}).") from None
     except UnicodeDecodeError as error:
         raise ValueError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start}).") from None
+    except ValueError as error:  # a key given twice in a JSON object
+        raise ValueError(f"{path}: {error}.") from None
     if loaded is None:
         loaded = {}
     if not isinstance(loaded, Mapping):

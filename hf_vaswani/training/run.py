@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
-import yaml
 from transformers import (
     DataCollatorForSeq2Seq,
     GenerationConfig,
@@ -32,8 +30,11 @@ from .arguments import build_training_arguments, resolve_output_dir
 from .averaging import average_checkpoints
 from .batching import example_lengths
 from .checkpoints import STAGING_PREFIX, find_checkpoints, last_checkpoint, publish_dir, remove_staging_dirs
-from .config import validate_config
+from .config import validate_config, validate_lengths
 from .guided_alignment import GuidedAlignmentCollator
+from .recipe_yaml import dump_recipe
+from .resume import checkpoint_damage, choose_checkpoint, missing_optimizer, model_damage
+from .starting_model import load_starting_model
 from .trainer import JsonlLoggerCallback, VaswaniTrainer, build_compute_metrics
 from .weights import cast_saved_model
 
@@ -122,6 +123,11 @@ def _tokenizer_and_splits(
             tokenizer=tokenizer,
             max_length_ratio=data["max_length_ratio"],
         )
+        if not splits["train"]:
+            raise ValueError(
+                f"data.max_length={data['max_length']} leaves no training pair: every pair has a side of more "
+                "tokens (the language token and </s> included); raise data.max_length."
+            )
         splits["train"] = _training_pairs(data, splits["train"], output_dir, is_main)
         if is_main:
             for name in ("validation", "test"):
@@ -192,7 +198,13 @@ def build_model(config: Mapping[str, Any], tokenizer: Any) -> VaswaniForConditio
     set_seed(int(config["training"]["seed"]))
     init_from = config["training"]["init_from"]
     if init_from:
-        model = VaswaniForConditionalGeneration.from_pretrained(init_from, dtype=torch.float32, **config["model"])
+        model = load_starting_model(init_from, config["model"])
+        validate_lengths(
+            config["data"],
+            config["training"],
+            model.config.max_position_embeddings,
+            "the max_position_embeddings of training.init_from",
+        )
         if model.config.vocab_size != len(tokenizer):
             raise ValueError(
                 f"training.init_from has {model.config.vocab_size} tokens, the tokenizer {len(tokenizer)}."
@@ -238,7 +250,47 @@ def _use_training_attention(
 # --------------------------------------------------------------------------------------------- train
 
 
-def _checkpoint_to_resume(output_dir: Path, resume: bool | None, is_main: bool) -> str | None:
+def _holds_model(folder: Path) -> bool:
+    return (folder / "config.json").is_file() and any(
+        (folder / name).is_file()
+        for name in (
+            "model.safetensors",
+            "model.safetensors.index.json",
+            "pytorch_model.bin",
+            "pytorch_model.bin.index.json",
+        )
+    )
+
+
+def _check_output_dir(output_dir: Path, overwrite: bool) -> None:
+    """A run writes its checkpoints, splits and logs into `output_dir`: never into a model folder (the shipped
+    checkpoint, ``init_from``, a final/ of another run) or a folder inside one, unless `overwrite`."""
+    if overwrite:
+        return
+    for folder in (output_dir, *output_dir.resolve().parents):
+        if _holds_model(folder):
+            where = "is" if folder == output_dir else f"is inside {str(folder)!r}, which is"
+            raise FileExistsError(
+                f"training.output_dir {str(output_dir)!r} {where} a model folder (config.json and weights): a run "
+                "would write its checkpoints and files into it. Choose another training.output_dir, or pass "
+                "--overwrite to train into it anyway."
+            )
+
+
+@dataclass
+class ResumeOptions:
+    """How `train` resumes: from the newest checkpoint (`resume`: None = when there is one), and what it may do
+    when that checkpoint is damaged."""
+
+    resume: bool | None = None
+    #: Go back to the newest checkpoint without damage (else damage is an error that offers it).
+    from_previous: bool = False
+    #: Accept a checkpoint without optimizer.pt, starting Adam again (else such a checkpoint is damaged).
+    fresh_optimizer: bool = False
+
+
+def _checkpoint_to_resume(output_dir: Path, options: ResumeOptions, args: Seq2SeqTrainingArguments) -> str | None:
+    resume, is_main = options.resume, args.process_index == 0
     found = last_checkpoint(output_dir, warn=resume is not False and is_main)
     if resume is True and found is None:
         raise FileNotFoundError(f"--resume: no complete checkpoint-N folder in {str(output_dir)!r} to resume from.")
@@ -247,7 +299,38 @@ def _checkpoint_to_resume(output_dir: Path, resume: bool | None, is_main: bool) 
             f"{str(output_dir)!r} already has checkpoints (the last is {found.name}): resume "
             "from it (--resume), or choose another training.output_dir."
         )
-    return str(found) if found is not None and resume is not False else None
+    if found is None or resume is False:
+        return None
+    return str(_resumable(find_checkpoints(output_dir), options, args, lambda checkpoint: None))
+
+
+def _resumable(
+    checkpoints: list[Path],
+    options: ResumeOptions,
+    args: Seq2SeqTrainingArguments,
+    more_damage: Any,
+    final: bool = False,
+) -> Path:
+    """The checkpoint to resume from among `checkpoints` (see `choose_checkpoint`), saying what it skips and,
+    when the choice is `final`, whether the optimizer starts again."""
+
+    def damage(checkpoint: Path) -> str | None:
+        found = checkpoint_damage(checkpoint, args.world_size, args.process_index, options.fresh_optimizer)
+        return found or more_damage(checkpoint)
+
+    chosen, skipped = choose_checkpoint(checkpoints, damage, options.from_previous, checkpoints[-1].parent)
+    if args.process_index == 0:
+        for note in skipped:
+            print(
+                f"hf-vaswani train: warning: skipping the damaged {note}; resuming from {chosen.name}", file=sys.stderr
+            )
+        if final and missing_optimizer(chosen):
+            print(
+                f"hf-vaswani train: note: {chosen.name} has no optimizer.pt: the optimizer starts again (Adam's "
+                "moments at zero, the learning-rate schedule where it was); the losses depart from an unbroken run's.",
+                file=sys.stderr,
+            )
+    return chosen
 
 
 def _describe_run(
@@ -299,13 +382,29 @@ def _average_last(output_dir: Path, training: Mapping[str, Any]) -> Path | None:
     )
 
 
-def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, Any]:
+def train(
+    config: Mapping[str, Any],
+    resume: bool | None = None,
+    *,
+    overwrite: bool = False,
+    resume_from_previous: bool = False,
+    fresh_optimizer: bool = False,
+) -> dict[str, Any]:
     """Run (or resume) the training described by `config` (see `load_config`).
 
     Args:
         resume: True resumes from the last checkpoint of the output directory (error if there is none);
             False starts from scratch (error if the output directory already has checkpoints); None (default)
             resumes when a checkpoint exists and starts from scratch otherwise.
+        overwrite: allow a ``training.output_dir`` that is (or is inside) a model folder; refused otherwise.
+        resume_from_previous: when the newest checkpoint is damaged (a file missing or not what a run writes,
+            see `hf_vaswani.training.resume`), resume from the newest one that is not; without it, that is an
+            error naming the file.
+        fresh_optimizer: accept a checkpoint without ``optimizer.pt`` and start the optimizer again.
+
+    Raises:
+        NonFiniteLossError: the loss or the weights became NaN or infinite (nothing is saved after that).
+        DamagedCheckpointError: the checkpoint to resume from is damaged.
 
     Returns:
         A summary: output_dir, the resumed checkpoint (or None), global_step, the final training loss, the
@@ -316,6 +415,7 @@ def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, An
     config = validate_config(copy.deepcopy(dict(config)))
     data, training = config["data"], config["training"]
     output_dir = resolve_output_dir(config)
+    _check_output_dir(output_dir, overwrite)
     if not data["path"]:
         raise ValueError("data.path is not set: pass --set data.path=/path/to/pairs.tsv.")
     for direction in data["directions"]:
@@ -326,7 +426,8 @@ def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, An
     d_model = int((config["model"] or {}).get("d_model", VaswaniConfig().d_model))
     args = build_training_arguments(config, d_model)
     is_main = args.process_index == 0
-    resume_from = _checkpoint_to_resume(output_dir, resume, is_main)
+    options = ResumeOptions(resume, resume_from_previous, fresh_optimizer)
+    resume_from = _checkpoint_to_resume(output_dir, options, args)
 
     prepared = prepare_data(config, args, output_dir)
     model = build_model(config, prepared.tokenizer)
@@ -334,7 +435,7 @@ def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, An
     config["model"] = {**(config["model"] or {}), "vocab_size": model.config.vocab_size}
     if is_main:
         with open(output_dir / "config.yaml", "w", encoding="utf-8") as handle:
-            yaml.safe_dump(config, handle, sort_keys=False, allow_unicode=True)
+            dump_recipe(config, handle)
     guided = config["alignment"]["guided"]
     _use_training_attention(model, args, guided)  # eager on the CPU in bf16 (sdpa's backward is slower there)
     collator = DataCollatorForSeq2Seq(prepared.tokenizer, model=model, label_pad_token_id=-100)
@@ -352,9 +453,16 @@ def train(config: Mapping[str, Any], resume: bool | None = None) -> dict[str, An
         max_tokens_per_batch=training["max_tokens_per_batch"] if training["sampling"] == "tokens" else None,
         guided_alignment=(*supervised_head(config, model.config), config["alignment"]["weight"]) if guided else None,
     )
+    if resume_from is not None:  # the weights and the optimizer's state against the model just built
+        parameters = trainer.optimizer_parameters()
+        checkpoints = find_checkpoints(output_dir)
+        candidates = checkpoints[: checkpoints.index(Path(resume_from)) + 1]
+        chosen = _resumable(candidates, options, args, lambda c: model_damage(c, model, parameters), final=True)
+        resume_from = str(chosen)
     if is_main:
         print(_describe_run(config, args, prepared, model, resume_from), file=sys.stderr)
     result = trainer.train(resume_from_checkpoint=resume_from)
+    trainer.ensure_finite_weights()  # a last update may have made them NaN (its loss, computed before, was not)
 
     final_dir = _save_final(trainer, prepared.tokenizer, output_dir, training["save_dtype"])
     averaged_dir = _average_last(output_dir, training) if is_main else None

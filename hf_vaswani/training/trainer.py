@@ -25,7 +25,13 @@ from .checkpoints import STAGING_PREFIX, TRAINING_ARGS_JSON, publish_dir
 from .guided_alignment import AttentionCapture, guided_alignment_loss
 from .schedule import paper_lr_lambda
 
-__all__ = ["EPOCH_RNG_STATE_NAME", "JsonlLoggerCallback", "VaswaniTrainer", "build_compute_metrics"]
+__all__ = [
+    "EPOCH_RNG_STATE_NAME",
+    "JsonlLoggerCallback",
+    "NonFiniteLossError",
+    "VaswaniTrainer",
+    "build_compute_metrics",
+]
 
 #: RNG states at the start of the epoch a checkpoint was written in (see `VaswaniTrainer`).
 EPOCH_RNG_STATE_NAME = "epoch_rng_state.pth"
@@ -37,6 +43,12 @@ def _plain_numpy_state(state: Any) -> Any:
     if isinstance(state, tuple) and len(state) == 5 and hasattr(state[1], "tolist"):
         return (str(state[0]), [int(v) for v in state[1].tolist()], int(state[2]), int(state[3]), float(state[4]))
     return state
+
+
+class NonFiniteLossError(ValueError):
+    """The training loss (or the weights) became NaN or infinite: the run stops before saving such a model.
+
+    A ValueError: the cause is a value of the recipe (most often a learning rate too high for the model)."""
 
 
 class VaswaniTrainer(Seq2SeqTrainer):
@@ -52,6 +64,12 @@ class VaswaniTrainer(Seq2SeqTrainer):
     * Safe to load: every file loads with ``torch.load(..., weights_only=True)``. The training arguments are
       written as ``training_args.json`` instead of the pickled ``training_args.bin`` (which resuming does not
       need), and the numpy RNG state in ``rng_state*.pth`` is stored as plain Python values.
+    * Never a NaN model: a training loss that is NaN or infinite stops the run with a `NonFiniteLossError`
+      (Trainer only leaves such a loss out of the logged average and goes on), and a checkpoint is not
+      written when the weights are not finite, so the last checkpoint on disk is the last good one.
+    * Resuming: the tied weights a checkpoint stores once are not reported as missing; a checkpoint without
+      ``optimizer.pt`` (accepted only with `fresh_optimizer`, see `hf_vaswani.training.resume`) keeps its
+      learning-rate schedule where it was.
     * Same data order after resuming: Trainer draws the permutation of an epoch from the RNG state at the
       start of that epoch, which it does not save (it saves the state at the checkpoint), so a run resumed in
       epoch e >= 1 would replay the first epoch's order. ``epoch_rng_state.pth`` keeps the RNG states of the
@@ -90,6 +108,64 @@ class VaswaniTrainer(Seq2SeqTrainer):
             self.lr_scheduler = LambdaLR(optimizer, partial(paper_lr_lambda, warmup_steps=warmup))
             self._created_lr_scheduler = True
         return self.lr_scheduler
+
+    # ------------------------------------------------------------------ no NaN model
+
+    def training_step(self, model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None) -> torch.Tensor:
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        bad = ~torch.isfinite(loss.detach())
+        if self.args.world_size > 1:  # every process stops at the same step (none is left waiting in a collective)
+            bad = self.accelerator.reduce(bad.float(), reduction="sum") > 0
+        if bool(bad):  # Trainer's own NaN filter already synchronizes on the loss each step
+            self._stop_non_finite(f"the training loss is {loss.item()} at update {self.state.global_step + 1}")
+        return loss
+
+    def _weights_finite(self) -> bool:
+        return all(bool(torch.isfinite(p).all()) for p in self.model.parameters() if p.is_floating_point())
+
+    def _stop_non_finite(self, what: str) -> None:
+        from .checkpoints import find_checkpoints
+
+        lr = self.lr_scheduler.get_last_lr()[0] if self.lr_scheduler is not None else self.args.learning_rate
+        good = find_checkpoints(self.args.output_dir)
+        kept = f"the last good checkpoint is {good[-1]}" if good else "no checkpoint was written"
+        raise NonFiniteLossError(
+            f"{what} (learning rate {lr:.3g}): training stopped, final/ is not written and {kept}. Lower "
+            "training.learning_rate (or training.lr_scale, or clip with training.max_grad_norm) and train again."
+        )
+
+    def ensure_finite_weights(self) -> None:
+        """Raise `NonFiniteLossError` when a weight of the model is NaN or infinite (before saving it)."""
+        if not self._weights_finite():
+            self._stop_non_finite(f"the weights are not finite after update {self.state.global_step}")
+
+    # ------------------------------------------------------------------ resuming
+
+    def optimizer_parameters(self) -> list[torch.nn.Parameter]:
+        """The model's trainable parameters in the order of the optimizer Trainer builds (the weight-decay group,
+        then the others), which is the order of the parameter states in ``optimizer.pt``."""
+        decay = set(self.get_decay_parameter_names(self.model))
+        named = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
+        return [p for n, p in named if n in decay] + [p for n, p in named if n not in decay]
+
+    def _issue_warnings_after_load(self, load_result: Any) -> None:
+        from .resume import tied_parameter_names
+
+        tied = tied_parameter_names(self.model)
+        missing = [key for key in load_result.missing_keys if key not in tied]
+        super()._issue_warnings_after_load(load_result._replace(missing_keys=missing))
+
+    def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is None or (Path(checkpoint) / "optimizer.pt").is_file():
+            return
+        # Trainer loads the schedule only together with the optimizer: without this, a fresh optimizer would
+        # also start the warmup again.
+        scheduler = Path(checkpoint) / "scheduler.pt"
+        if scheduler.is_file() and self.lr_scheduler is not None:
+            self.lr_scheduler.load_state_dict(torch.load(scheduler, weights_only=True, map_location="cpu"))
+            for group, lr in zip(self.optimizer.param_groups, self.lr_scheduler.get_last_lr()):
+                group["lr"] = lr
 
     # ------------------------------------------------------------------ guided alignment
 
@@ -224,6 +300,7 @@ class VaswaniTrainer(Seq2SeqTrainer):
         return super()._get_output_dir(trial=trial)
 
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
+        self.ensure_finite_weights()  # a NaN checkpoint would also rotate a good one away
         run_dir = Path(super()._get_output_dir(trial=trial))
         name = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
         staging = run_dir / f"{STAGING_PREFIX}{name}"
