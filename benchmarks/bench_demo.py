@@ -235,15 +235,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             model = shipped or str(write_tiny_model(Path(tempfile.mkdtemp(prefix="bench-demo-")) / "tiny"))
         app = build_app(model, concurrency_limit=args.concurrency_limit, translation_backend=args.backend)
         backend = app.demo_backend
-        n_params = sum(p.numel() for p in backend.model.parameters())
+        n_params = sum(p.numel() for p in backend.runner.model.parameters())
         model_desc = {
             "model": model,
             "tiny_random_model": is_tiny_model(model),
             "parameters": n_params,
-            "default_num_beams": backend.default_beams,
-            "default_max_new_tokens": backend.default_max_new_tokens,
+            "default_num_beams": backend.choices.default_beams,
+            "default_max_new_tokens": backend.choices.default_max_new_tokens,
             "concurrency_limit": args.concurrency_limit,
-            "translation_backend": "ctranslate2" if backend.translator is not None else "torch",
+            "translation_backend": "ctranslate2" if backend.runner.translator is not None else "torch",
         }
         port = _free_port()
         launch_app(app, host="127.0.0.1", port=port, prevent_thread_lock=True, quiet=True)

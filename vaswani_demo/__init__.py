@@ -4,7 +4,8 @@ views (`vaswani_inspect`).
 `build_app(model_path)` loads a model folder or Hub id (default: ``$VASWANI_DEMO_MODEL``, else the shipped
 ``pretrained/vaswani-tatoeba-es-en``) and returns a `gradio.Blocks` app; `launch_app(app, ...)` serves it on
 127.0.0.1 without a share link unless asked. ``hf-vaswani demo`` (`vaswani_demo.commands`) and ``demo/app.py`` (the
-Hugging Face Space) are thin wrappers around these two. `DemoBackend` is the logic without Gradio.
+Hugging Face Space) are thin wrappers around these two. `DemoBackend` is the demo without Gradio: the model's
+choices, the part that runs it and the session's files.
 
 The app translates a sentence (Spanish -> English or English -> Spanish) and shows, for that one model run:
 
@@ -26,9 +27,12 @@ The page speaks Spanish and English: its texts go through Gradio's i18n (`gr.I18
 what the server writes (status, refusals, warnings, figure titles) follows the request's ``Accept-Language``.
 
 Modules: `settings` (limits, defaults, the controls' values, the course examples), `texts` (every word, in English
-and Spanish), `checks` (the input rules), `backend` (`DemoBackend`), `figures` (the figures' titles), `embed`
-(bertviz pages in an iframe), `layout` (the components), `events` (what they do), `app` (`build_app`,
-`launch_app`), `commands` (``hf-vaswani demo``), `testing` (a tiny model folder for tests).
+and Spanish), `choices` (what the controls offer, read once from the model), `checks` (the input rules), `runner`
+(runs the model: translations, heads switched off), `drawing` (figures, word pairs and bertviz views from a record),
+`figures` (the figures' titles), `embed` (bertviz pages in an iframe), `files` (the records offered for download),
+`backend` (`DemoBackend`: choices, runner and files of one model), `layout` (the components), `events` (what they
+do, in Gradio's shapes), `app` (`build_app`, `launch_app`), `commands` (``hf-vaswani demo``), `testing` (a tiny
+model folder for tests).
 
 Importing this package sets ``GRADIO_ANALYTICS_ENABLED=False`` (before Gradio is imported) and the app is built
 with ``analytics_enabled=False``: the demo makes no network request of its own. `build_app`, `launch_app` and

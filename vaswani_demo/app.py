@@ -107,7 +107,7 @@ def build_app(
     owned = None
     if backend is None:
         backend = owned = DemoBackend.load(model_path, device=device, backend=translation_backend)
-    i18n = page_i18n(backend)
+    i18n = page_i18n(backend.choices)
     with DemoBlocks(
         i18n=i18n,
         owned_backend=owned,
@@ -115,7 +115,7 @@ def build_app(
         analytics_enabled=False,
         delete_cache=(CACHE_PRUNE_SECONDS, FILE_TTL_SECONDS),
     ) as app:
-        ui = build_layout(backend, i18n)
+        ui = build_layout(backend.choices, i18n)
         wire_events(app, ui, backend, concurrency_limit=concurrency_limit)
     app.queue(default_concurrency_limit=concurrency_limit, max_size=max_queue)
     app.demo_backend = backend
@@ -141,6 +141,6 @@ def launch_app(
         quiet=quiet,
         show_error=False,
         footer_links=["api", "gradio"],
-        allowed_paths=[str(app.demo_backend.files_dir)],
+        allowed_paths=[str(app.demo_backend.files.folder)],
         css=APP_CSS,
     )

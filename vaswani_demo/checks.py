@@ -1,9 +1,12 @@
 """The demo's input rules: every value the API's endpoints and the controls send, checked before any model run.
 
-Each check returns the value in the form the backend uses, or raises `vaswani_demo.texts.Refusal`: a message key
-and its fields, which the backend tells in the language of the request. The endpoints skip Gradio's own
-preprocessing (``preprocess=False``), so these checks see the raw values an API client sent (``"abc"`` for a number,
-a direction that is no choice) and answer them with the demo's sentences rather than Gradio's generic error.
+Each check returns the value in the form the demo uses, or raises `vaswani_demo.texts.Refusal`: a message key and
+its fields, which the caller tells in the language of the request. `translation_request` checks everything a
+translation takes, in one go, against the model's `vaswani_demo.choices.DemoChoices`; `alignment_options`,
+`view_options` and `heads_from_labels` check what the drawings and the ablation panel take. The endpoints skip
+Gradio's own preprocessing (``preprocess=False``), so these checks see the raw values an API client sent (``"abc"``
+for a number, a direction that is no choice) and answer them with the demo's sentences rather than Gradio's generic
+error.
 
 Characters the tokenizer does not know follow the rule every command shares
 (`hf_vaswani.inference.unknown_characters`, `MAX_UNKNOWN_SHARE`): a text more than half of whose non-space
@@ -13,15 +16,38 @@ characters would be read as ``<unk>`` is refused; otherwise those characters are
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from hf_vaswani.inference import MAX_UNKNOWN_SHARE, unknown_characters
 from hf_vaswani.tokenization import DIRECTIONS, direction_to_languages, source_with_language
+from vaswani_inspect.ablation import Head
 
-from .settings import MAX_CHARS, MEAN, MODEL_ALIGNER
-from .texts import Refusal
+from .settings import KINDS, MAX_CHARS, MEAN, MODEL_ALIGNER, UNITS, VIEWS
+from .texts import Named, Refusal
 
-__all__ = ["choice", "flag", "head_choice", "layer_choice", "shown", "text_notes", "whole_number"]
+if TYPE_CHECKING:
+    from .choices import DemoChoices
+
+__all__ = [
+    "Note",
+    "TranslationRequest",
+    "alignment_options",
+    "choice",
+    "flag",
+    "head_choice",
+    "heads_from_labels",
+    "layer_choice",
+    "shown",
+    "text_notes",
+    "translation_request",
+    "view_options",
+    "whole_number",
+]
+
+#: A note to show with a translation: (message key, its fields), told in the request's language.
+Note = tuple[str, dict[str, Any]]
 
 #: How many characters of a refused value a message repeats.
 _SHOWN_CHARS = 40
@@ -108,7 +134,7 @@ def head_choice(value: Any, heads: int) -> list[int] | str | None:
     raise Refusal("option.head", high=heads - 1, value=shown(value))
 
 
-def text_notes(tokenizer: Any, text: Any, direction: Any, max_tokens: int) -> list[tuple[str, dict[str, Any]]]:
+def text_notes(tokenizer: Any, text: Any, direction: Any, max_tokens: int) -> list[Note]:
     """Check a text and its direction; returns the notes to show with its translation, as (message key, fields).
 
     Raises:
@@ -137,3 +163,91 @@ def text_notes(tokenizer: Any, text: Any, direction: Any, max_tokens: int) -> li
     if found.share > MAX_UNKNOWN_SHARE:
         raise Refusal("text.unknown", shown=pieces)
     return [("note.unknown.one" if len(found.pieces) == 1 else "note.unknown.many", {"shown": pieces})]
+
+
+@dataclass(frozen=True)
+class TranslationRequest:
+    """A translation's values, checked (`translation_request`): what `vaswani_demo.runner.ModelRunner.run` runs.
+
+    Attributes:
+        text, direction: the sentence and its direction ("es-en" or "en-es").
+        num_beams, max_new_tokens: the decoding options (their defaults filled in).
+        layer, heads: the word pairs' layer and head choices as `layer_choice` and `head_choice` read them (None:
+            the model's configuration).
+        notes: what to show with the translation (characters the model does not know).
+    """
+
+    text: str
+    direction: str
+    num_beams: int
+    max_new_tokens: int
+    layer: int | str | None = None
+    heads: list[int] | str | None = None
+    notes: tuple[Note, ...] = ()
+
+
+def translation_request(
+    choices: DemoChoices,
+    tokenizer: Any,
+    text: Any,
+    direction: Any,
+    num_beams: Any = None,
+    max_new_tokens: Any = None,
+    layer: Any = None,
+    head: Any = None,
+) -> TranslationRequest:
+    """Check every value of a translation (empty options: their defaults) against the model's `choices`: the
+    options first, then the text (`text_notes`); `Refusal` for the first one that is out of range, not among the
+    choices or not a text the model can read."""
+    beams = whole_number(num_beams, choices.default_beams, 1, choices.max_beams, "option.beams")
+    new_tokens = whole_number(
+        max_new_tokens, choices.default_max_new_tokens, 1, choices.max_new_tokens_limit, "option.new_tokens"
+    )
+    chosen_layer = layer_choice(layer, choices.decoder_layers)
+    chosen_heads = head_choice(head, choices.decoder_heads)
+    notes = text_notes(tokenizer, text, direction, choices.max_tokens)
+    return TranslationRequest(text, direction, beams, new_tokens, chosen_layer, chosen_heads, tuple(notes))
+
+
+def alignment_options(
+    choices: DemoChoices,
+    layer: Any = None,
+    head: Any = None,
+    unit: Any = None,
+    shift: Any = None,
+    skip_punctuation: Any = None,
+) -> dict[str, Any]:
+    """The ``/alignment`` options (empty: the model's configuration, words, punctuation skipped); `Refusal` for a
+    value out of range or not among the choices."""
+    return {
+        "layer": layer_choice(layer, choices.decoder_layers),
+        "head": head_choice(head, choices.decoder_heads),
+        "unit": choice(unit, UNITS, "words", "option.unit"),
+        "shift": flag(shift, None, "option.shift"),
+        "skip_punctuation": flag(skip_punctuation, True, "option.skip_punctuation"),
+    }
+
+
+def view_options(view: Any = None, kind: Any = None) -> dict[str, str]:
+    """The ``/view`` options (empty: the head view of the encoder); `Refusal` for a value not among the choices."""
+    return {
+        "view": choice(view, VIEWS, "head", "option.view"),
+        "kind": choice(kind, KINDS, "encoder", "option.kind"),
+    }
+
+
+def heads_from_labels(choices: DemoChoices, chosen: Mapping[str, Sequence[str] | None]) -> list[Head]:
+    """The ablation panel's ``{kind: ["L0 H1", ...]}`` as heads, sorted; `Refusal` (a ValueError) for an unknown kind
+    or a head the model does not have (`DemoChoices.head_labels`)."""
+    heads = []
+    for kind, labels in chosen.items():
+        if kind not in choices.heads:
+            raise Refusal("ablation.kind", kind=shown(kind))
+        valid = choices.head_labels(kind)
+        for label in labels or ():
+            if label not in valid:
+                named = Named("kind", kind, lower=True)
+                raise Refusal("ablation.head", kind=named, label=shown(label), first=valid[0], last=valid[-1])
+            layer, head = (int(part[1:]) for part in label.split())
+            heads.append(Head(kind, layer, head))
+    return sorted(set(heads))

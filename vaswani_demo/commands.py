@@ -37,7 +37,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     resolve_device(args.device)  # a device this machine lacks is one line, before Gradio or the model loads
 
     from .app import build_app, launch_app
-    from .backend import resolve_model_path
+    from .runner import resolve_model_path
 
     model = resolve_model_path(args.model)
     try:

@@ -1,16 +1,20 @@
-"""What the demo's components do: a translation runs the model once (`DemoBackend.translate_outputs`) and answers
-with the translation, the word pairs and the record; three events that follow it draw the heatmap with the alignment
-lines and the bertviz view from that record and offer its file, so that the translation waits for none of them
-(what the previous sentence left is cleared in the browser when a translation starts). The layer, head, shift,
-skip-punctuation, unit, view and attention-kind controls redraw from the session's record without running the
-model again; the ablation button translates the record's sentence again with the ticked heads off
-(`DemoBackend.ablation_outputs`).
+"""What the demo's components do, in the shapes Gradio wants: tuples in the order of the output components,
+`gr.Warning` on the page and `gr.Error` for an API client. The demo's parts (the input rules `checks`, the model's
+`runner`, `drawing` and the session's `files`) know nothing of components; this module calls each of them in turn.
+
+A translation (`translate_outputs`) checks every value (`vaswani_demo.checks.translation_request`), runs the model
+once (`ModelRunner.run`), reads the word pairs (`vaswani_demo.drawing.word_pairs`) and answers with the translation,
+the status, the pairs and the record; three events that follow it draw the heatmap with the alignment lines and the
+bertviz view from that record and offer its file, so that the translation waits for none of them (what the previous
+sentence left is cleared in the browser when a translation starts). The layer, head, shift, skip-punctuation, unit,
+view and attention-kind controls redraw from the session's record without running the model again; the ablation
+button translates the record's sentence again with the ticked heads off (`ablation_outputs`).
 
 The API has four named endpoints: ``/translate`` (the translate button), then ``/alignment``, ``/view`` and
 ``/record``, which work from the last translation of the caller's session (a `gradio_client.Client` keeps one). These
 three hang on a button that is never shown, so that they can refuse a call without a translation with a clear error
 while the page's own redraws, before any translation, quietly draw nothing. Gradio documents each endpoint from the
-signature and docstring of its function. They take the values as sent (``preprocess=False``): the backend checks
+signature and docstring of its function. They take the values as sent (``preprocess=False``): the demo checks
 every one and answers a bad one with its own sentence, not Gradio's generic error. The other events are private.
 
 Every handler answers in the language of its request (`request_language`: the ``Accept-Language`` header, which a
@@ -21,22 +25,32 @@ from __future__ import annotations
 
 import html
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gradio as gr
 
+# The module, not its functions: each call looks its function up, so that a test can replace one.
+import vaswani_demo.drawing as drawing
+
 from .backend import DemoBackend
+from .checks import alignment_options, translation_request, view_options
 from .layout import DemoLayout
+from .runner import AblationResult, TranslationResult
 from .texts import DEFAULT_LANGUAGE, Refusal, language_from_header, message
 
 __all__ = [
     "ablation_handler",
+    "ablation_outputs",
     "after_translation_endpoints",
+    "alignment_outputs",
     "page_load_handler",
+    "record_output",
     "redraw_handlers",
     "request_language",
     "translate_handler",
+    "translate_outputs",
+    "view_output",
     "wire_events",
 ]
 
@@ -55,6 +69,92 @@ def _warn(text: str) -> None:
     """Show `text` as a warning on the page; escaped, since Gradio renders a warning's message as HTML (and the
     demo's messages name ``<unk>`` and characters the user typed)."""
     gr.Warning(html.escape(text, quote=False))
+
+
+def translate_outputs(
+    backend: DemoBackend,
+    text: Any,
+    direction: Any,
+    num_beams: Any = None,
+    max_new_tokens: Any = None,
+    layer: Any = None,
+    head: Any = None,
+    *,
+    language: str = DEFAULT_LANGUAGE,
+) -> tuple[TranslationResult, tuple[Any, ...]]:
+    """Everything ``/translate`` returns: (result, (translation, status, word pairs, record)), every sentence in
+    `language`. Every value is checked before the model runs; the pairs are read with the model's shift,
+    punctuation skipped (`vaswani_demo.drawing.word_pairs` defaults). Nothing is drawn or written: `alignment_outputs`,
+    `view_output` and `record_output` work from the record afterwards, so that the translation waits for none of
+    them."""
+    try:
+        request = translation_request(
+            backend.choices, backend.runner.tokenizer, text, direction, num_beams, max_new_tokens, layer, head
+        )
+    except Refusal as refusal:
+        result = TranslationResult(status=refusal.told(language))
+    else:
+        result = backend.runner.run(request, language=language)
+    if not result.ok:
+        return result, ("", result.status, [], None)
+    record = result.record
+    try:
+        pairs = drawing.word_pairs(record, layer, head)
+    except Exception as error:  # noqa: BLE001 - a problem with the pairs must not hide the translation
+        logger.exception("The demo could not read the alignment of %r", text)
+        status = f"{result.status} {message(language, 'failed.attention', error=type(error).__name__)}"
+        return result, (result.translation, status, [], record)
+    return result, (result.translation, result.status, pairs, record)
+
+
+def alignment_outputs(
+    backend: DemoBackend,
+    record: Any,
+    layer: Any = None,
+    head: Any = None,
+    unit: Any = None,
+    shift: Any = None,
+    skip_punctuation: Any = None,
+    *,
+    language: str = DEFAULT_LANGUAGE,
+) -> tuple[Any, Any, list[list[Any]]]:
+    """Everything ``/alignment`` returns for the session's last translation: (heatmap, alignment lines, word pairs),
+    titled in `language`.
+
+    Raises:
+        Refusal: no translation yet (`record` is None), or an option out of range or not among the choices.
+    """
+    if record is None:
+        raise Refusal("api.first")
+    options = alignment_options(backend.choices, layer, head, unit, shift, skip_punctuation)
+    shift, skip = options["shift"], options["skip_punctuation"]
+    figure, pairs = drawing.alignment(record, layer, head, options["unit"], shift, skip, language)
+    return figure, drawing.alignment_links(record, layer, head, shift, skip, language), pairs
+
+
+def view_output(record: Any, view: Any = None, kind: Any = None, *, language: str = DEFAULT_LANGUAGE) -> str:
+    """What ``/view`` returns for the session's last translation: the bertviz page in an iframe
+    (`vaswani_demo.drawing.view`).
+
+    Raises:
+        Refusal: no translation yet (`record` is None), or a view or kind not among the choices.
+    """
+    if record is None:
+        raise Refusal("api.first")
+    options = view_options(view, kind)
+    return drawing.view(record, options["view"], options["kind"], language)
+
+
+def record_output(backend: DemoBackend, record: Any) -> str | None:
+    """What ``/record`` returns for the session's last translation: the path of its JSON file
+    (`vaswani_demo.files.RecordFiles.save`; None once the backend is closed).
+
+    Raises:
+        Refusal: no translation yet (`record` is None).
+    """
+    if record is None:
+        raise Refusal("api.first")
+    return backend.files.save(record)
 
 
 def translate_handler(backend: DemoBackend) -> Callable[..., tuple[Any, ...]]:
@@ -92,8 +192,8 @@ def translate_handler(backend: DemoBackend) -> Callable[..., tuple[Any, ...]]:
                 punctuation skipped.
         """
         language = request_language(request)
-        result, outputs = backend.translate_outputs(
-            text, direction, num_beams, max_new_tokens, layer, head, language=language
+        result, outputs = translate_outputs(
+            backend, text, direction, num_beams, max_new_tokens, layer, head, language=language
         )
         if not result.ok:
             _warn(result.status)
@@ -129,8 +229,8 @@ def _drawing_functions(
     backend: DemoBackend, fallback: Fallback
 ) -> tuple[Callable[..., tuple[Any, Any, Any]], Callable[..., str], Callable[..., str | None]]:
     """(heatmap, alignment lines and word pairs; bertviz view; record file) from the session's record, through
-    `DemoBackend.alignment_outputs`, `view_output` and `record_output`; what cannot be drawn goes to `fallback`. The
-    docstrings document the API's endpoints."""
+    `alignment_outputs`, `view_output` and `record_output`; what cannot be drawn goes to `fallback`. The docstrings
+    document the API's endpoints."""
 
     def alignment(
         record: Any,
@@ -159,7 +259,7 @@ def _drawing_functions(
         """
         language = request_language(request)
         try:
-            return backend.alignment_outputs(record, layer, head, unit, shift, skip_punctuation, language=language)
+            return alignment_outputs(backend, record, layer, head, unit, shift, skip_punctuation, language=language)
         except Exception as error:  # noqa: BLE001 - the fallback tells it
             return fallback(language, error, "failed.alignment", (None, None, []))
 
@@ -175,9 +275,9 @@ def _drawing_functions(
         """
         language = request_language(request)
         try:
-            return backend.view_output(record, view, kind, language=language)
+            return view_output(record, view, kind, language=language)
         except Exception as error:  # noqa: BLE001 - the fallback tells it
-            return fallback(language, error, "failed.view", backend.placeholder(language))
+            return fallback(language, error, "failed.view", drawing.placeholder(language))
 
     def record(record: Any, request: gr.Request | None = None) -> str | None:
         """The attention record of the session's last translation (from ``/translate``, same client).
@@ -186,7 +286,7 @@ def _drawing_functions(
             record: path of the attention record JSON (vaswani_inspect.AttentionRecord).
         """
         try:
-            return backend.record_output(record)
+            return record_output(backend, record)
         except Exception as error:  # noqa: BLE001 - the fallback tells it
             return fallback(request_language(request), error, "failed.record", None)
 
@@ -210,6 +310,37 @@ def after_translation_endpoints(
     return _drawing_functions(backend, _as_api_error)
 
 
+def ablation_outputs(
+    backend: DemoBackend,
+    record: Any,
+    encoder_heads: Sequence[str] | None = None,
+    decoder_heads: Sequence[str] | None = None,
+    cross_heads: Sequence[str] | None = None,
+    layer: Any = None,
+    head: Any = None,
+    shift: bool | None = None,
+    skip_punctuation: bool = True,
+    *,
+    language: str = DEFAULT_LANGUAGE,
+) -> tuple[AblationResult, tuple[Any, ...]]:
+    """What the ablation panel shows: (result, (status, translation with all heads, its alignment lines, translation
+    with the heads off, its alignment lines)); the lines follow the alignment section's layer, head, shift and
+    punctuation choices, the status is in `language`."""
+    chosen = {"encoder": encoder_heads, "decoder": decoder_heads, "cross": cross_heads}
+    result = backend.runner.ablate(record, chosen, language=language)
+    original = record.target_text if record is not None else ""
+    try:
+        original_links = drawing.alignment_links(record, layer, head, shift, skip_punctuation, language)
+        links = None
+        if result.ok:
+            links = drawing.alignment_links(result.record, layer, head, shift, skip_punctuation, language)
+    except Exception as error:  # noqa: BLE001 - a drawing problem must not hide the translations
+        logger.exception("The demo could not draw the alignment with heads off")
+        failed = message(language, "failed.alignment", error=type(error).__name__)
+        return result, (f"{result.status} {failed}", original, None, result.translation, None)
+    return result, (result.status, original, original_links, result.translation, links)
+
+
 def ablation_handler(backend: DemoBackend) -> Callable[..., tuple[Any, ...]]:
     """The ablation button's function: a refused request (no translation yet, no head ticked) is also a warning."""
 
@@ -224,7 +355,8 @@ def ablation_handler(backend: DemoBackend) -> Callable[..., tuple[Any, ...]]:
         skip_punctuation: bool,
         request: gr.Request | None = None,
     ) -> tuple[Any, ...]:
-        result, outputs = backend.ablation_outputs(
+        result, outputs = ablation_outputs(
+            backend,
             record,
             encoder_heads,
             decoder_heads,
@@ -242,12 +374,12 @@ def ablation_handler(backend: DemoBackend) -> Callable[..., tuple[Any, ...]]:
     return ablate
 
 
-def page_load_handler(backend: DemoBackend) -> Callable[..., Any]:
+def page_load_handler() -> Callable[..., Any]:
     """When a page opens: the word table's column names in its language (Gradio's i18n translates labels, not a
     table's column names). They hold for the page's session; an API client gets the English ones."""
 
     def load(request: gr.Request | None = None) -> Any:
-        headers = backend.pair_headers(request_language(request))
+        headers = drawing.pair_headers(request_language(request))
         # The headers prop names the columns of later values; the value shows them now.
         return gr.Dataframe(value={"headers": headers, "data": []}, headers=headers)
 
@@ -272,7 +404,7 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
         fn=translate_handler(backend),
         inputs=inputs,
         outputs=outputs,
-        preprocess=False,  # the backend checks the raw values itself (vaswani_demo.checks)
+        preprocess=False,  # the demo checks the raw values itself (vaswani_demo.checks)
         concurrency_id="model",
         concurrency_limit=concurrency_limit,
     )
@@ -325,4 +457,4 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
         control.change(redraw_alignment, inputs=alignment_inputs, outputs=alignment_outputs, **redraw_events)
     for control in (ui.view, ui.kind):
         control.change(redraw_view, inputs=view_inputs, outputs=[ui.views], **redraw_events)
-    app.load(page_load_handler(backend), outputs=[ui.pairs], api_visibility="private", queue=False)
+    app.load(page_load_handler(), outputs=[ui.pairs], api_visibility="private", queue=False)

@@ -1,8 +1,9 @@
 """The demo page: Gradio components only, top to bottom; what they do is wired in `vaswani_demo.events`.
 
 Every text of the page is a key of the app's `gr.I18n` object (`page_i18n`): the browser shows it in its own
-language, Spanish or English (`vaswani_demo.texts`). `build_layout(backend, i18n)` must be called inside a
-``gr.Blocks`` context; the ``elem_id`` of each component is what the browser tests and the page style
+language, Spanish or English (`vaswani_demo.texts`). What the controls offer and start at is the model's
+`vaswani_demo.choices.DemoChoices`, read once before the page is built. `build_layout(choices, i18n)` must be called
+inside a ``gr.Blocks`` context; the ``elem_id`` of each component is what the browser tests and the page style
 (`settings.APP_CSS`) select.
 """
 
@@ -13,10 +14,12 @@ from dataclasses import dataclass
 import gradio as gr
 from gradio.i18n import I18nData
 
-from .backend import DemoBackend
+from .choices import DemoChoices
+from .drawing import pair_headers
 from .embed import placeholder_html
 from .settings import EXAMPLES, KINDS, MAX_CHARS, STATE_TTL_SECONDS, UNITS, VIEWS
-from .texts import LANGUAGES, choices, page_texts
+from .texts import LANGUAGES, page_texts
+from .texts import choices as fixed_choices
 
 __all__ = ["DemoLayout", "build_layout", "page_i18n", "page_translations"]
 
@@ -24,24 +27,24 @@ __all__ = ["DemoLayout", "build_layout", "page_i18n", "page_translations"]
 _CHOICE_CONTROLS = {"direction": ("es-en", "en-es"), "kind": KINDS, "view": VIEWS, "unit": UNITS}
 
 
-def page_translations(backend: DemoBackend) -> dict[str, dict[str, str]]:
+def page_translations(choices: DemoChoices) -> dict[str, dict[str, str]]:
     """Every text of the page, by language and key: `vaswani_demo.texts.PAGE` filled with the model's name and
     limits, and the labels of the controls' choices (``choice.CONTROL.VALUE``, the layer and head choices
     included)."""
-    fields = {"model": backend.model_name, "max_chars": MAX_CHARS, "max_tokens": backend.max_tokens}
+    fields = {"model": choices.model_name, "max_chars": MAX_CHARS, "max_tokens": choices.max_tokens}
     translations = page_texts(fields)
     for language in LANGUAGES:
         named = translations[language]
         for control in _CHOICE_CONTROLS:
-            named.update({f"choice.{control}.{value}": label for label, value in choices(language, control)})
-        named.update({f"choice.layer.{value}": label for label, value in backend.layer_choices(language)})
-        named.update({f"choice.head.{value}": label for label, value in backend.head_choices(language)})
+            named.update({f"choice.{control}.{value}": label for label, value in fixed_choices(language, control)})
+        named.update({f"choice.layer.{value}": label for label, value in choices.layer_choices(language)})
+        named.update({f"choice.head.{value}": label for label, value in choices.head_choices(language)})
     return translations
 
 
-def page_i18n(backend: DemoBackend) -> gr.I18n:
+def page_i18n(choices: DemoChoices) -> gr.I18n:
     """The app's `gr.I18n`: `page_translations` for Gradio to show in the browser's language."""
-    return gr.I18n(**page_translations(backend))
+    return gr.I18n(**page_translations(choices))
 
 
 def _choices(i18n: gr.I18n, control: str, values: list[str] | tuple[str, ...]) -> list[tuple[I18nData, str]]:
@@ -93,12 +96,12 @@ class DemoLayout:
     api_trigger: gr.Button
 
 
-def build_layout(backend: DemoBackend, i18n: gr.I18n) -> DemoLayout:
+def build_layout(choices: DemoChoices, i18n: gr.I18n) -> DemoLayout:
     """Add the demo's components to the current ``gr.Blocks``, their texts keys of `i18n`, and return them."""
     gr.Markdown(i18n("intro"))
     with gr.Row(equal_height=False):
         with gr.Column(scale=1):
-            inputs = _translation_inputs(backend, i18n)
+            inputs = _translation_inputs(choices, i18n)
         with gr.Column(scale=1):
             outputs = _translation_outputs(i18n)
     # Each label is the sentence and its direction code, the same in both languages.
@@ -109,8 +112,8 @@ def build_layout(backend: DemoBackend, i18n: gr.I18n) -> DemoLayout:
         cache_examples=False,
         example_labels=[f"{text}  ({direction.replace('-', '→')})" for text, direction in EXAMPLES],
     )
-    alignment = _alignment_section(backend, i18n)
-    ablation = _ablation_section(backend, i18n)
+    alignment = _alignment_section(choices, i18n)
+    ablation = _ablation_section(choices, i18n)
     bertviz = _bertviz_section(i18n)
     record_state = gr.State(None, time_to_live=STATE_TTL_SECONDS)
     api_trigger = gr.Button(visible=False, elem_id="api-trigger")
@@ -126,7 +129,7 @@ def build_layout(backend: DemoBackend, i18n: gr.I18n) -> DemoLayout:
     )
 
 
-def _translation_inputs(backend: DemoBackend, i18n: gr.I18n) -> dict[str, gr.components.Component]:
+def _translation_inputs(choices: DemoChoices, i18n: gr.I18n) -> dict[str, gr.components.Component]:
     text = gr.Textbox(
         label=i18n("text.label"),
         placeholder=i18n("text.placeholder"),
@@ -142,12 +145,12 @@ def _translation_inputs(backend: DemoBackend, i18n: gr.I18n) -> dict[str, gr.com
     )
     with gr.Accordion(i18n("decoding.label"), open=False):
         num_beams = gr.Slider(
-            1, backend.max_beams, value=backend.default_beams, step=1, label=i18n("beams.label"), elem_id="num-beams"
+            1, choices.max_beams, value=choices.default_beams, step=1, label=i18n("beams.label"), elem_id="num-beams"
         )
         max_new_tokens = gr.Slider(
             1,
-            backend.max_new_tokens_limit,
-            value=backend.default_max_new_tokens,
+            choices.max_new_tokens_limit,
+            value=choices.default_max_new_tokens,
             step=1,
             label=i18n("new_tokens.label"),
             elem_id="max-new-tokens",
@@ -165,11 +168,11 @@ def _translation_outputs(i18n: gr.I18n) -> dict[str, gr.components.Component]:
     return dict(translation=translation, status=status, record_file=record_file)
 
 
-def _alignment_section(backend: DemoBackend, i18n: gr.I18n) -> dict[str, gr.components.Component]:
+def _alignment_section(choices: DemoChoices, i18n: gr.I18n) -> dict[str, gr.components.Component]:
     gr.Markdown(i18n("alignment.intro"))
-    defaults = backend.default_choices()
-    layers = [value for _, value in backend.layer_choices()]
-    heads = [value for _, value in backend.head_choices()]
+    defaults = choices.default_choices()
+    layers = [value for _, value in choices.layer_choices()]
+    heads = [value for _, value in choices.head_choices()]
     with gr.Row():
         layer = gr.Dropdown(
             _choices(i18n, "layer", layers), value=defaults["layer"], label=i18n("layer.label"), elem_id="layer"
@@ -187,7 +190,7 @@ def _alignment_section(backend: DemoBackend, i18n: gr.I18n) -> dict[str, gr.comp
             links = gr.Plot(label=i18n("links.label"), show_label=False, format="png", elem_id="alignment-links")
             # Gradio's i18n does not translate column names: the page's load event sets them in its language.
             pairs = gr.Dataframe(
-                headers=backend.pair_headers(),
+                headers=pair_headers(),
                 datatype=["str", "str", "number"],
                 label=i18n("pairs.label"),
                 interactive=False,
@@ -205,12 +208,12 @@ def _alignment_section(backend: DemoBackend, i18n: gr.I18n) -> dict[str, gr.comp
     )
 
 
-def _ablation_section(backend: DemoBackend, i18n: gr.I18n) -> dict[str, gr.components.Component]:
+def _ablation_section(choices: DemoChoices, i18n: gr.I18n) -> dict[str, gr.components.Component]:
     gr.Markdown(i18n("ablation.intro"))
     with gr.Row():
         groups = {
             f"ablate_{kind}": gr.CheckboxGroup(
-                backend.head_labels(kind), value=[], label=i18n(f"ablate.{kind}.label"), elem_id=f"ablate-{kind}"
+                choices.head_labels(kind), value=[], label=i18n(f"ablate.{kind}.label"), elem_id=f"ablate-{kind}"
             )
             for kind in KINDS
         }

@@ -1,7 +1,7 @@
-"""The demo's ablation panel: switch heads off and translate the last sentence again (`DemoBackend.ablate`), in a
-copy of the model that translations served at the same time never see; and the panel in a real browser (Debian's
-chromium, marked ``browser``). The model is the one of tests/vaswani_demo/test_demo.py (the shipped checkpoint when it
-exists, else a tiny random one)."""
+"""The demo's ablation panel: switch heads off and translate the last sentence again
+(`vaswani_demo.runner.ModelRunner.ablate`), in a copy of the model that translations served at the same time never
+see; and the panel in a real browser (Debian's chromium, marked ``browser``). The model is the one of
+tests/vaswani_demo/test_demo.py (the shipped checkpoint when it exists, else a tiny random one)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,16 @@ import pytest
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 
 from vaswani_demo import DemoBackend, build_app, launch_app  # noqa: E402
+from vaswani_demo.checks import heads_from_labels  # noqa: E402
+from vaswani_demo.events import ablation_outputs  # noqa: E402
 from vaswani_demo.testing import demo_model_for_tests  # noqa: E402
-from vaswani_inspect import ablate_heads, extract  # noqa: E402
-from vaswani_inspect.ablation import attention_modules  # noqa: E402
+from vaswani_inspect.ablation import ablate_heads, attention_modules  # noqa: E402
+from vaswani_inspect.extract import extract  # noqa: E402
 
 pytest.importorskip("gradio")
 
-from tests.vaswani_demo.test_demo import CHROMIUM, CHROMIUM_ARGS, _free_port  # noqa: E402
 from tests.helpers import ROOT  # noqa: E402
+from tests.vaswani_demo.test_demo import CHROMIUM, CHROMIUM_ARGS, _free_port  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -31,31 +33,33 @@ def backend(tmp_path_factory: pytest.TempPathFactory) -> DemoBackend:
 
 
 def _all(backend: DemoBackend, kind: str) -> list[str]:
-    return backend.head_labels(kind)
+    return backend.choices.head_labels(kind)
 
 
 def test_head_labels_cover_every_head(backend):
-    for kind, (layers, heads) in backend.heads.items():
-        labels = backend.head_labels(kind)
+    for kind, (layers, heads) in backend.choices.heads.items():
+        labels = backend.choices.head_labels(kind)
         assert len(labels) == layers * heads and labels[0] == "L0 H0" and labels[-1] == f"L{layers - 1} H{heads - 1}"
-    assert backend.heads_from_labels({"cross": ["L1 H0", "L0 H1"], "encoder": None}) == [
+    assert heads_from_labels(backend.choices, {"cross": ["L1 H0", "L0 H1"], "encoder": None}) == [
         ("cross", 0, 1),
         ("cross", 1, 0),
     ]
     with pytest.raises(ValueError, match="no cross-attention head 'L9 H0'"):
-        backend.heads_from_labels({"cross": ["L9 H0"]})
+        heads_from_labels(backend.choices, {"cross": ["L9 H0"]})
 
 
 def test_refused_ablations_say_why_and_run_nothing(backend):
-    runs = backend.model_runs
-    assert backend.ablate(None, {"cross": ["L0 H0"]}).status.startswith("Translate a sentence first")
-    record = backend.translate("el gato negro", "es-en", 1, 12).record
-    runs = backend.model_runs
-    assert backend.ablate(record, {"cross": [], "encoder": None}).status == "Tick at least one head to switch off."
-    assert "has no encoder self-attention head" in backend.ablate(record, {"encoder": ["L0 H99"]}).status
-    assert not backend.ablate(record, {"cross": ["L0 H99"]}).ok
-    assert backend.model_runs == runs
-    status, original, original_links, ablated, links = backend.ablation_outputs(None, cross_heads=["L0 H0"])[1]
+    runs = backend.runner.model_runs
+    assert backend.runner.ablate(None, {"cross": ["L0 H0"]}).status.startswith("Translate a sentence first")
+    record = backend.runner.translate("el gato negro", "es-en", 1, 12).record
+    runs = backend.runner.model_runs
+    assert (
+        backend.runner.ablate(record, {"cross": [], "encoder": None}).status == "Tick at least one head to switch off."
+    )
+    assert "has no encoder self-attention head" in backend.runner.ablate(record, {"encoder": ["L0 H99"]}).status
+    assert not backend.runner.ablate(record, {"cross": ["L0 H99"]}).ok
+    assert backend.runner.model_runs == runs
+    status, original, original_links, ablated, links = ablation_outputs(backend, None, cross_heads=["L0 H0"])[1]
     assert status.startswith("Translate a sentence first") and (original, original_links, ablated, links) == (
         "",
         None,
@@ -65,10 +69,10 @@ def test_refused_ablations_say_why_and_run_nothing(backend):
 
 
 def test_every_cross_head_off_changes_the_translation(backend):
-    record = backend.translate("el gato negro", "es-en", 1, 12).record
-    runs = backend.model_runs
-    result, outputs = backend.ablation_outputs(record, cross_heads=_all(backend, "cross"))
-    assert result.ok and backend.model_runs == runs + 1
+    record = backend.runner.translate("el gato negro", "es-en", 1, 12).record
+    runs = backend.runner.model_runs
+    result, outputs = ablation_outputs(backend, record, cross_heads=_all(backend, "cross"))
+    assert result.ok and backend.runner.model_runs == runs + 1
     assert result.heads_off == [f"cross {label}" for label in _all(backend, "cross")]
     assert not result.record.allclose(record)  # what reaches the output changed
     # The same decoding settings, in PyTorch whichever backend chose the translation.
@@ -79,23 +83,26 @@ def test_every_cross_head_off_changes_the_translation(backend):
     assert original_links is not None and links is not None
     assert re.match(rf"{len(result.heads_off)} head\(s\) off \(cross L0 H0, ", status)
     # The same as switching the heads off in the served model itself.
-    with ablate_heads(backend.model, {"cross": {layer: "all" for layer in range(backend.heads["cross"][0])}}):
+    with ablate_heads(
+        backend.runner.model, {"cross": {layer: "all" for layer in range(backend.choices.heads["cross"][0])}}
+    ):
         expected = extract(
-            backend.model, backend.tokenizer, "el gato negro", direction="es-en", generate_kwargs=settings
+            backend.runner.model, backend.runner.tokenizer, "el gato negro", direction="es-en", generate_kwargs=settings
         )
     assert expected.target_text == result.translation
-    assert all(m.head_mask is None for group in attention_modules(backend.model).values() for m in group)
+    assert all(m.head_mask is None for group in attention_modules(backend.runner.model).values() for m in group)
 
 
 def test_a_translation_chosen_by_ctranslate2_is_compared_with_pytorchs(backend):
-    record = copy.copy(backend.translate("el gato negro", "es-en", 1, 12).record)
-    pytorch = extract(backend.model, backend.tokenizer, "el gato negro", direction="es-en", generate_kwargs={
+    record = copy.copy(backend.runner.translate("el gato negro", "es-en", 1, 12).record)
+    model, tokenizer = backend.runner.model, backend.runner.tokenizer
+    pytorch = extract(model, tokenizer, "el gato negro", direction="es-en", generate_kwargs={
         "num_beams": 1, "max_new_tokens": 12}).target_text  # fmt: skip
     # As if CTranslate2 (int8) had chosen another translation than PyTorch would: a head that changes nothing must
     # not be reported as changing it, and the user is told what the comparison is with.
     record.target_text = "A different translation."
     record.generate_kwargs = {"num_beams": 1, "max_new_tokens": 12, "backend": "ctranslate2"}
-    unused = backend.ablate(record, {"encoder": ["L0 H0"]})
+    unused = backend.runner.ablate(record, {"encoder": ["L0 H0"]})
     assert unused.ok
     expected = "is the same" if unused.translation == pytorch else "changed"
     assert f"the translation {expected}." in unused.status
@@ -103,20 +110,20 @@ def test_a_translation_chosen_by_ctranslate2_is_compared_with_pytorchs(backend):
     # A record PyTorch chose needs no such note.
     record.generate_kwargs = {"num_beams": 1, "max_new_tokens": 12}
     record.target_text = pytorch
-    assert "translates this as" not in backend.ablate(record, {"encoder": ["L0 H0"]}).status
+    assert "translates this as" not in backend.runner.ablate(record, {"encoder": ["L0 H0"]}).status
 
 
 def test_translations_served_during_ablations_keep_every_head(backend):
     sentences = ["el gato negro", "El banco aprobó el crédito", "Me senté en el banco de la plaza"]
-    expected = {text: backend.translate(text, "es-en", 1, 12).translation for text in sentences}
-    record = backend.translate(sentences[0], "es-en", 1, 12).record
+    expected = {text: backend.runner.translate(text, "es-en", 1, 12).translation for text in sentences}
+    record = backend.runner.translate(sentences[0], "es-en", 1, 12).record
     heads = {kind: _all(backend, kind) for kind in ("encoder", "decoder", "cross")}
 
     def job(i: int) -> tuple[str, str]:
         if i % 2:
-            return "ablated", backend.ablate(record, heads).translation
+            return "ablated", backend.runner.ablate(record, heads).translation
         text = sentences[i % len(sentences)]
-        return text, backend.translate(text, "es-en", 1, 12).translation
+        return text, backend.runner.translate(text, "es-en", 1, 12).translation
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = list(pool.map(job, range(8)))
@@ -164,8 +171,8 @@ def test_browser_switches_heads_off(backend):
                 page.locator("#translate-button").click()
                 translation = page.locator("#translation textarea")
                 expect(translation).not_to_have_value("", timeout=120_000)
-                runs = backend.model_runs
-                for label in backend.head_labels("cross"):
+                runs = backend.runner.model_runs
+                for label in backend.choices.head_labels("cross"):
                     page.locator("#ablate-cross").get_by_role("checkbox", name=label, exact=True).check()
                 page.locator("#ablate-button").click()
                 status = page.locator("#ablation-status textarea")
@@ -174,7 +181,7 @@ def test_browser_switches_heads_off(backend):
                 expect(page.locator("#ablation-translation textarea")).not_to_have_value("", timeout=60_000)
                 expect(page.locator("#ablation-original-links img").first).to_be_visible(timeout=60_000)
                 expect(page.locator("#ablation-links img").first).to_be_visible(timeout=60_000)
-                assert backend.model_runs == runs + 1
+                assert backend.runner.model_runs == runs + 1
                 page.locator("#ablation-status").scroll_into_view_if_needed()
                 page.screenshot(path=str(artifacts / "demo-ablation.png"), full_page=True)
             finally:

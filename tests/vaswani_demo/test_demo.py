@@ -24,11 +24,17 @@ import pytest
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 
 from hf_vaswani import cli  # noqa: E402
-from vaswani_demo import DemoBackend, build_app, launch_app  # noqa: E402
+from vaswani_demo import DemoBackend, build_app, drawing, launch_app  # noqa: E402
 from vaswani_demo.embed import iframe_html  # noqa: E402
 from vaswani_demo.settings import EXAMPLES, MAX_CHARS  # noqa: E402
 from vaswani_demo.testing import demo_model_for_tests, is_tiny_model, write_tiny_model  # noqa: E402
-from vaswani_inspect import align, alignment_settings, source_words, target_words, write_alignment_config  # noqa: E402
+from vaswani_inspect.alignment import (  # noqa: E402
+    align,
+    alignment_settings,
+    source_words,
+    target_words,
+    write_alignment_config,
+)
 
 pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
@@ -223,22 +229,22 @@ def test_space_launcher_and_metadata():
 
 def test_redrawing_never_runs_the_model(model_path: str):
     backend = DemoBackend.load(model_path)
-    result = backend.translate("el gato negro", "es-en", 2, 8)
-    assert result.ok and backend.model_runs == 1
+    result = backend.runner.translate("el gato negro", "es-en", 2, 8)
+    assert result.ok and backend.runner.model_runs == 1
     for layer, head, unit in (("mean", "mean", "words"), ("0", "1", "tokens"), ("1", "mean", "words")):
-        figure, pairs = backend.alignment(result.record, layer, head, unit)
+        figure, pairs = drawing.alignment(result.record, layer, head, unit)
         assert figure is not None and pairs
     for view in ("head", "model"):
         for kind in ("encoder", "decoder", "cross"):
-            assert "<iframe" in backend.view(result.record, view, kind)
-    assert backend.model_runs == 1
-    assert backend.alignment(None) == (None, [])
-    assert "<iframe" not in backend.view(None)
+            assert "<iframe" in drawing.view(result.record, view, kind)
+    assert backend.runner.model_runs == 1
+    assert drawing.alignment(None) == (None, [])
+    assert "<iframe" not in drawing.view(None)
     assert result.record.generate_kwargs["num_beams"] == 2
-    assert backend.translate("el gato negro", "es-en", 0, 8).status.startswith("The beam size must be")
-    assert backend.translate("el gato negro", "es-en", 2, 10_000).status.startswith("The maximum length must be")
-    assert backend.translate("el gato negro", "xx-yy").status.startswith("Choose a translation direction")
-    assert backend.model_runs == 1
+    assert backend.runner.translate("el gato negro", "es-en", 0, 8).status.startswith("The beam size must be")
+    assert backend.runner.translate("el gato negro", "es-en", 2, 10_000).status.startswith("The maximum length must be")
+    assert backend.runner.translate("el gato negro", "xx-yy").status.startswith("Choose a translation direction")
+    assert backend.runner.model_runs == 1
 
 
 def test_the_pages_drawing_warns_instead_of_failing(model_path: str, monkeypatch: pytest.MonkeyPatch):
@@ -248,15 +254,15 @@ def test_the_pages_drawing_warns_instead_of_failing(model_path: str, monkeypatch
 
     backend = DemoBackend.load(model_path)
     redraw_alignment, redraw_view, offer_record = redraw_handlers(backend)
-    record = backend.translate("el gato negro", "es-en", 1, 8).record
+    record = backend.runner.translate("el gato negro", "es-en", 1, 8).record
     assert offer_record(None) is None and redraw_alignment(None, "0", "0", "words", False, True) == (None, None, [])
 
     def broken(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(backend, "save_record", broken)
-    monkeypatch.setattr(backend, "alignment", broken)
-    monkeypatch.setattr(backend, "view", broken)
+    monkeypatch.setattr(backend.files, "save", broken)
+    monkeypatch.setattr(drawing, "alignment", broken)
+    monkeypatch.setattr(drawing, "view", broken)
     with pytest.warns(UserWarning, match=r"The attention record could not be written \(OSError\)"):
         assert offer_record(record) is None
     with pytest.warns(UserWarning, match=r"The alignment could not be drawn \(OSError\)"):
@@ -280,11 +286,13 @@ def _expected_links(figure, record, settings: dict, skip_punctuation: bool) -> l
 
 
 def test_alignment_controls_change_the_drawn_links(model_path: str):
-    from vaswani_inspect import extract
+    from vaswani_inspect.extract import extract
 
     backend = DemoBackend.load(model_path)
     # A teacher-forced record whose last target word, ".", has a piece of its own.
-    record = extract(backend.model, backend.tokenizer, "el gato negro .", "the black cat .", direction="es-en")
+    record = extract(
+        backend.runner.model, backend.runner.tokenizer, "el gato negro .", "the black cat .", direction="es-en"
+    )
     assert target_words(record)[-1] == "."
     drawn = {}
     for layer, head, shift, skip in (
@@ -293,30 +301,30 @@ def test_alignment_controls_change_the_drawn_links(model_path: str):
         ("0", "1", True, True),
         ("0", "1", False, True),
     ):
-        figure = backend.alignment_links(record, layer, head, shift, skip)
+        figure = drawing.alignment_links(record, layer, head, shift, skip)
         settings = alignment_settings(record, "mean" if layer == "mean" else int(layer), None, shift)
         settings["heads"] = "all" if head == "mean" else [int(head)]
         assert _drawn_links(figure) == _expected_links(figure, record, settings, skip)
         assert ("shifted" in figure.axes[0].get_title()) == shift
         drawn[layer, head, shift, skip] = _drawn_links(figure)
-        _, pairs = backend.alignment(record, layer, head, "words", shift, skip)
+        _, pairs = drawing.alignment(record, layer, head, "words", shift, skip)
         assert len(pairs) == len(drawn[layer, head, shift, skip])
         assert skip is False or all(row[0] != "." and row[1] != "." for row in pairs)
     # "." gets a line only when punctuation is not skipped.
     assert len(drawn["mean", "mean", False, False]) == len(drawn["mean", "mean", False, True]) + 1
-    assert backend.alignment_links(None) is None
+    assert drawing.alignment_links(None) is None
 
 
 def test_alignment_controls_start_at_the_model_configuration(tmp_path: Path):
     from matplotlib.figure import Figure
 
-    from vaswani_demo.events import redraw_handlers
+    from vaswani_demo.events import redraw_handlers, translate_outputs
 
     folder = write_tiny_model(tmp_path / "tiny")
     configured = {"layer": 1, "heads": [2], "shift": True}
     write_alignment_config(folder, configured)
     backend = DemoBackend.load(folder)
-    assert backend.default_choices() == {"layer": "1", "head": "2", "shift": True}
+    assert backend.choices.default_choices() == {"layer": "1", "head": "2", "shift": True}
     app = build_app(backend=backend)
     components = {c.elem_id: c for c in app.blocks.values() if getattr(c, "elem_id", None)}
     controls = ("layer", "head", "shift", "skip-punctuation")
@@ -325,13 +333,13 @@ def test_alignment_controls_start_at_the_model_configuration(tmp_path: Path):
     parameters = app.get_api_info()["named_endpoints"]["/translate"]["parameters"]
     assert {p["parameter_name"]: p["parameter_default"] for p in parameters[4:6]} == {"layer": "1", "head": "2"}
 
-    result = backend.translate("el gato negro", "es-en")
+    result = backend.runner.translate("el gato negro", "es-en")
     record = result.record
     assert record.alignment == configured
-    figure, pairs = backend.alignment(record)  # no choice: the model's configuration, punctuation skipped
+    figure, pairs = drawing.alignment(record)  # no choice: the model's configuration, punctuation skipped
     assert "layer 1, head 2, shifted" in figure.axes[0].get_title()
     assert len(pairs) == len(align(record, 1, [2], shift=True, skip_punctuation=True))
-    links = backend.alignment_links(record)
+    links = drawing.alignment_links(record)
     assert "layer 1, head 2, shifted" in links.axes[0].get_title()
     assert _drawn_links(links) == _expected_links(links, record, configured, True)
     # After a translation the page draws with its controls, which start at the configuration /translate read the
@@ -339,16 +347,16 @@ def test_alignment_controls_start_at_the_model_configuration(tmp_path: Path):
     redraw_alignment, *_ = redraw_handlers(backend)
     drawn, lines, drawn_pairs = redraw_alignment(record, "1", "2", "words", True, True)
     assert "layer 1, head 2, shifted" in drawn.axes[0].get_title() and isinstance(lines, Figure)
-    assert drawn_pairs == backend.translate_outputs("el gato negro", "es-en")[1][2]
+    assert drawn_pairs == translate_outputs(backend, "el gato negro", "es-en")[1][2]
     unshifted, _, _ = redraw_alignment(record, "1", "2", "words", False, True)
     assert "shifted" not in unshifted.axes[0].get_title()
 
     # A configuration that averages several heads is one more head choice, and the default.
     write_alignment_config(folder, {"layer": "mean", "heads": [1, 3], "shift": False})
     several = DemoBackend.load(folder)
-    assert several.head_choices()[-1] == ("heads 1, 3", "1,3")
-    assert several.default_choices() == {"layer": "mean", "head": "1,3", "shift": False}
-    figure, _ = several.alignment(several.translate("el gato negro", "es-en").record, unit="tokens")
+    assert several.choices.head_choices()[-1] == ("heads 1, 3", "1,3")
+    assert several.choices.default_choices() == {"layer": "mean", "head": "1,3", "shift": False}
+    figure, _ = drawing.alignment(several.runner.translate("el gato negro", "es-en").record, unit="tokens")
     assert figure.axes[0].get_title().startswith("cross-attention, mean of layers")
 
     # A configuration that averages readings is the layer choice "model", first and the default; the head and
@@ -357,25 +365,25 @@ def test_alignment_controls_start_at_the_model_configuration(tmp_path: Path):
     write_alignment_config(folder, averaged)
     aligner = DemoBackend.load(folder)
     label = "the model's aligner: layer 0, head 1, shifted + layer 1, head 0"
-    assert aligner.layer_choices()[0] == (label, "model")
-    assert aligner.layer_choices("es")[0] == (
+    assert aligner.choices.layer_choices()[0] == (label, "model")
+    assert aligner.choices.layer_choices("es")[0] == (
         "el alineador del modelo: capa 0, cabeza 1, desplazado + capa 1, cabeza 0",
         "model",
     )
-    assert aligner.default_choices() == {"layer": "model", "head": "1", "shift": True}
-    record = aligner.translate("el gato negro", "es-en").record
+    assert aligner.choices.default_choices() == {"layer": "model", "head": "1", "shift": True}
+    record = aligner.runner.translate("el gato negro", "es-en").record
     assert record.alignment == averaged
     expected = align(record, skip_punctuation=True)
     assert expected == align(record, 0, [1], shift=True, average_with=averaged["average_with"], skip_punctuation=True)
     for choices in (("model", "3", False), (None, None, None)):  # the controls' "model", or the API's defaults
-        figure, pairs = aligner.alignment(record, choices[0], choices[1], shift=choices[2])
+        figure, pairs = drawing.alignment(record, choices[0], choices[1], shift=choices[2])
         assert "layer 0, head 1, shifted + layer 1, head 0" in figure.axes[0].get_title()
         assert len(pairs) == len(expected)
-        links = aligner.alignment_links(record, *choices)
+        links = drawing.alignment_links(record, *choices)
         assert _drawn_links(links) == _expected_links(links, record, averaged, True)
-    single, _ = aligner.alignment(record, "0", "1", shift=True)  # one layer chosen: that reading alone
+    single, _ = drawing.alignment(record, "0", "1", shift=True)  # one layer chosen: that reading alone
     assert single.axes[0].get_title().endswith("layer 0, head 1, shifted")
-    tokens, _ = aligner.alignment(record, "model", unit="tokens")  # subword heatmaps show the first reading
+    tokens, _ = drawing.alignment(record, "model", unit="tokens")  # subword heatmaps show the first reading
     assert "+" not in tokens.axes[0].get_title()
 
 
@@ -407,7 +415,7 @@ def test_translate_draws_nothing(served, monkeypatch: pytest.MonkeyPatch, tmp_pa
     """/translate answers without drawing a figure or writing a file: those wait for /alignment, /view, /record."""
     from gradio_client import Client
 
-    import vaswani_demo.backend
+    import vaswani_demo.drawing
 
     app, url = served
 
@@ -415,8 +423,8 @@ def test_translate_draws_nothing(served, monkeypatch: pytest.MonkeyPatch, tmp_pa
         raise AssertionError("/translate drew or wrote something")
 
     for name in ("plot_alignment", "plot_alignment_links", "plot_heatmap", "head_view_html", "model_view_html"):
-        monkeypatch.setattr(vaswani_demo.backend, name, never)
-    monkeypatch.setattr(app.demo_backend, "save_record", never)
+        monkeypatch.setattr(vaswani_demo.drawing, name, never)
+    monkeypatch.setattr(app.demo_backend.files, "save", never)
     client = Client(url, verbose=False, analytics_enabled=False, download_files=str(tmp_path))
     out = _translate(client, "el gato negro")
     assert out["status"].startswith("Translated") and out["translation"] and out["pairs"]["data"]
@@ -445,7 +453,7 @@ def test_each_session_draws_its_own_translation(served, tmp_path: Path):
     assert _translate(first, "el gato negro")["status"].startswith("Translated")
     assert _translate(second, "The cat ate the mouse.", "en-es")["status"].startswith("Translated")
     assert "cross-attention" in first.predict(kind="cross", api_name="/view").lower()
-    from vaswani_inspect import AttentionRecord
+    from vaswani_inspect.record import AttentionRecord
 
     assert AttentionRecord.load(first.predict(api_name="/record")).source_text == "el gato negro"
     assert AttentionRecord.load(second.predict(api_name="/record")).source_text == "The cat ate the mouse."
@@ -453,7 +461,7 @@ def test_each_session_draws_its_own_translation(served, tmp_path: Path):
 
 @pytest.mark.parametrize(("text", "direction"), EXAMPLES)
 def test_course_examples(client, trained: bool, text: str, direction: str):
-    from vaswani_inspect import AttentionRecord
+    from vaswani_inspect.record import AttentionRecord
 
     out = _everything(client, text, direction, kind="cross")
     assert out["translation"].strip(), out["status"]
@@ -581,7 +589,7 @@ def test_browser_translate_and_inspect(served):
             expect(page.locator("#alignment-plot img").first).to_be_visible(timeout=60_000)
             expect(page.locator("#record-file a").first).to_be_visible(timeout=60_000)
 
-            runs = backend.model_runs
+            runs = backend.runner.model_runs
             page.locator("#kind label").filter(has_text="Cross-attention").click()
             expect(page.locator("#bertviz iframe")).to_have_attribute(
                 "title", re.compile("Cross-attention"), timeout=60_000
@@ -590,14 +598,14 @@ def test_browser_translate_and_inspect(served):
             expect(frame.locator("h2").first).to_contain_text("Cross-attention")
             plot = page.locator("#alignment-plot img").first
             before = plot.get_attribute("src")
-            if backend.default_choices()["layer"] == "model":
+            if backend.choices.default_choices()["layer"] == "model":
                 # The model's aligner averages several readings: one layer, chosen, is read alone.
                 page.locator("#layer input").first.click()
                 page.locator('#layer [role="option"][aria-label="layer 0"]').click()
                 expect(plot).not_to_have_attribute("src", before or "", timeout=60_000)
                 before = plot.get_attribute("src")
             # Another head than the one the controls start at (the model's alignment configuration).
-            other_head = "head 0" if backend.default_choices()["head"] == "1" else "head 1"
+            other_head = "head 0" if backend.choices.default_choices()["head"] == "1" else "head 1"
             page.locator("#head input").first.click()
             page.locator(f'#head [role="option"][aria-label="{other_head}"]').click()
             expect(plot).not_to_have_attribute("src", before or "", timeout=60_000)
@@ -607,7 +615,7 @@ def test_browser_translate_and_inspect(served):
             before_links = links.get_attribute("src")
             page.locator("#shift input").click()
             expect(links).not_to_have_attribute("src", before_links or "", timeout=60_000)
-            assert backend.model_runs == runs, "changing the view, head or shift ran the model again"
+            assert backend.runner.model_runs == runs, "changing the view, head or shift ran the model again"
             # Chromium does not paint iframes outside the viewport: make the viewport as tall as the page.
             height = page.evaluate("document.documentElement.scrollHeight")
             page.set_viewport_size({"width": 1280, "height": min(int(height), 8000)})
@@ -651,15 +659,15 @@ def test_ctranslate2_chooses_the_output_and_pytorch_records_its_attention(model_
 
     torch_backend = DemoBackend.load(model_path, backend="torch")
     fast = DemoBackend(
-        torch_backend.model,
-        torch_backend.tokenizer,
+        torch_backend.runner.model,
+        torch_backend.runner.tokenizer,
         translator=load_ctranslate2(model_path, quantization="float32"),
     )
     try:
-        assert torch_backend.translator is None and fast.translator is not None
+        assert torch_backend.runner.translator is None and fast.runner.translator is not None
         for text in ("el gato negro", "El gato se comió el ratón."):
-            expected = torch_backend.translate(text, "es-en", num_beams=2)
-            result = fast.translate(text, "es-en", num_beams=2)
+            expected = torch_backend.runner.translate(text, "es-en", num_beams=2)
+            result = fast.runner.translate(text, "es-en", num_beams=2)
             assert result.ok and result.translation == expected.translation
             assert result.record.generate_kwargs["backend"] == "ctranslate2"
             assert result.record.target_ids == expected.record.target_ids

@@ -2,7 +2,8 @@
 `gradio_client`, raw values included); the limits and the unknown-character rule are the ones the commands share
 (`hf_vaswani.limits.MAX_NUM_BEAMS`, `hf_vaswani.inference`); ``hf-vaswani demo --device bogus`` is one line; the
 record files are written atomically and removed when the app closes or the process ends, and Gradio's cache is
-pruned. The model is the one of tests/vaswani_demo/test_demo.py (the shipped checkpoint when it exists, else a tiny one).
+pruned. The model is the one of tests/vaswani_demo/test_demo.py (the shipped checkpoint when it exists, else a tiny
+one).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from vaswani_demo.testing import demo_model_for_tests  # noqa: E402
 pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
 
-from tests.vaswani_demo.test_demo import _free_port  # noqa: E402
 from tests.helpers import ROOT  # noqa: E402
+from tests.vaswani_demo.test_demo import _free_port  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -85,17 +86,17 @@ def test_api_answers_bad_values_with_the_demos_own_sentence(client, backend, val
     """Gradio's preprocessing would turn most of these into its generic "error" without a message."""
     arguments = {"text": "el gato negro", "direction": "es-en", **values}
     text, direction = arguments.pop("text"), arguments.pop("direction")
-    runs = backend.model_runs
+    runs = backend.runner.model_runs
     translation, status, pairs = client.predict(text, direction, **arguments, api_name="/translate")
     expected = expected.format(
-        beams=backend.max_beams,
-        tokens=backend.max_new_tokens_limit,
-        layer=backend.decoder_layers - 1,
-        head=backend.decoder_heads - 1,
+        beams=backend.choices.max_beams,
+        tokens=backend.choices.max_new_tokens_limit,
+        layer=backend.choices.decoder_layers - 1,
+        head=backend.choices.decoder_heads - 1,
     )
     assert status.startswith(expected), status
     assert translation == "" and not pairs["data"] and "Traceback" not in status
-    assert backend.model_runs == runs, "a refused value ran the model"
+    assert backend.runner.model_runs == runs, "a refused value ran the model"
 
 
 #: Values the drawing endpoints refuse (after a translation), and the start of their sentence.
@@ -119,7 +120,7 @@ def test_drawing_endpoints_refuse_bad_values_with_the_demos_own_sentence(
     from gradio_client.exceptions import AppError
 
     assert client.predict("el gato negro", "es-en", num_beams=1, api_name="/translate")[1].startswith("Translated")
-    expected = expected.format(layer=backend.decoder_layers - 1, head=backend.decoder_heads - 1)
+    expected = expected.format(layer=backend.choices.decoder_layers - 1, head=backend.choices.decoder_heads - 1)
     with pytest.raises(AppError) as refused:
         client.predict(**values, api_name=endpoint)
     assert str(refused.value).startswith(expected), str(refused.value)
@@ -134,13 +135,13 @@ def test_api_accepts_numbers_as_strings_and_several_heads(client, backend):
 
 
 def test_limits_are_the_shared_ones(backend):
-    limits = generation_limits(backend.model)
-    assert backend.max_beams == min(MAX_BEAMS, MAX_NUM_BEAMS, limits.num_beams)
-    assert backend.max_new_tokens_limit <= limits.max_new_tokens
-    assert 1 <= backend.default_beams <= backend.max_beams
-    refused = backend.translate("el gato negro", "es-en", backend.max_beams + 1)
+    limits = generation_limits(backend.runner.model)
+    assert backend.choices.max_beams == min(MAX_BEAMS, MAX_NUM_BEAMS, limits.num_beams)
+    assert backend.choices.max_new_tokens_limit <= limits.max_new_tokens
+    assert 1 <= backend.choices.default_beams <= backend.choices.max_beams
+    refused = backend.runner.translate("el gato negro", "es-en", backend.choices.max_beams + 1)
     assert not refused.ok and refused.status.startswith("The beam size must be")
-    refused = backend.translate("el gato negro", "es-en", 1, backend.max_new_tokens_limit + 1)
+    refused = backend.runner.translate("el gato negro", "es-en", 1, backend.choices.max_new_tokens_limit + 1)
     assert not refused.ok and refused.status.startswith("The maximum length must be")
 
 
@@ -151,11 +152,11 @@ def test_limits_are_the_shared_ones(backend):
 def test_unknown_characters_follow_the_commands_rule(backend, text: str):
     """The demo refuses exactly the texts `hf_vaswani.inference.check_known_characters` refuses, and notes the
     unknown characters exactly where it warns."""
-    message, notes = backend.check_text(text, "es-en")
+    message, notes = backend.runner.check_text(text, "es-en")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            check_known_characters(backend.tokenizer, [text], ["the text"])
+            check_known_characters(backend.runner.tokenizer, [text], ["the text"])
             refused = False
         except ValueError:
             refused = True
@@ -194,20 +195,20 @@ def test_demo_with_a_bad_device_is_one_line_before_loading(
 
 
 def test_records_are_written_atomically(backend, monkeypatch: pytest.MonkeyPatch):
-    from vaswani_demo import backend as backend_module
-    from vaswani_inspect import AttentionRecord
+    from vaswani_demo import files as files_module
+    from vaswani_inspect.record import AttentionRecord
 
     written = []
-    real_write_text = backend_module.write_text
+    real_write_text = files_module.write_text
 
     def spy(path, text, *args, **kwargs):
         written.append(Path(path))
         return real_write_text(path, text, *args, **kwargs)
 
-    monkeypatch.setattr(backend_module, "write_text", spy)
-    record = backend.translate("el gato negro", "es-en", 1, 12).record
-    path = Path(backend.save_record(record))
-    assert written == [path] and path.is_relative_to(backend.files_dir)
+    monkeypatch.setattr(files_module, "write_text", spy)
+    record = backend.runner.translate("el gato negro", "es-en", 1, 12).record
+    path = Path(backend.files.save(record))
+    assert written == [path] and path.is_relative_to(backend.files.folder)
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # no staging file left behind
     assert AttentionRecord.load(path).allclose(record)
 
@@ -221,7 +222,7 @@ def test_closing_the_app_removes_its_files(model_path: str, tmp_path: Path):
     from gradio_client import Client
 
     app = build_app(model_path)  # the app loads, and so owns, its backend
-    folder = app.demo_backend.files_dir
+    folder = app.demo_backend.files.folder
     assert folder.name.startswith("vaswani-demo-") and folder.is_dir()
     port = _free_port()
     launch_app(app, host="127.0.0.1", port=port, prevent_thread_lock=True, quiet=True)
@@ -243,8 +244,8 @@ def test_closing_the_app_removes_its_files(model_path: str, tmp_path: Path):
 
 def test_closing_the_app_leaves_a_given_backend_open(backend):
     build_app(backend=backend).close()
-    assert backend.files_dir.is_dir()
-    assert backend.save_record(backend.translate("el gato negro", "es-en", 1, 8).record)
+    assert backend.files.folder.is_dir()
+    assert backend.files.save(backend.runner.translate("el gato negro", "es-en", 1, 8).record)
 
 
 def test_no_record_folder_outlives_the_process(model_path: str, tmp_path: Path):
@@ -258,11 +259,11 @@ def test_no_record_folder_outlives_the_process(model_path: str, tmp_path: Path):
         os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
         from vaswani_demo import build_app
         closed = build_app({model_path!r})
-        record = closed.demo_backend.translate("el gato negro", "es-en", 1, 8).record
-        assert closed.demo_backend.save_record(record)
+        record = closed.demo_backend.runner.translate("el gato negro", "es-en", 1, 8).record
+        assert closed.demo_backend.files.save(record)
         closed.close()
         left_open = build_app({model_path!r})
-        assert left_open.demo_backend.save_record(record)
+        assert left_open.demo_backend.files.save(record)
         print(sorted(os.listdir({str(temporary)!r})))
         """
     )

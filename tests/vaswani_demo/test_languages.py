@@ -16,7 +16,7 @@ import pytest
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 
-from vaswani_demo import DemoBackend, build_app, launch_app  # noqa: E402
+from vaswani_demo import DemoBackend, build_app, drawing, launch_app  # noqa: E402
 from vaswani_demo.layout import page_translations  # noqa: E402
 from vaswani_demo.settings import EXAMPLES  # noqa: E402
 from vaswani_demo.testing import demo_model_for_tests  # noqa: E402
@@ -25,8 +25,8 @@ from vaswani_demo.texts import CHOICES, LANGUAGES, MESSAGES, PAGE, fields_of, la
 pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
 
-from tests.vaswani_demo.test_demo import CHROMIUM, CHROMIUM_ARGS, _free_port  # noqa: E402
 from tests.helpers import ROOT  # noqa: E402
+from tests.vaswani_demo.test_demo import CHROMIUM, CHROMIUM_ARGS, _free_port  # noqa: E402
 
 #: Texts that are the same in both languages on purpose: the course calls cross-attention by its English name.
 SAME_IN_BOTH = {("PAGE", "ablate.cross.label"), ("MESSAGES", "figure.tokens"), ("CHOICES", "kind.cross")}
@@ -133,7 +133,7 @@ def test_every_text_of_the_page_is_an_i18n_key(backend):
     from gradio.i18n import I18nData
 
     app = build_app(backend=backend)
-    translations = page_translations(backend)
+    translations = page_translations(backend.choices)
     assert app.demo_i18n.translations_dict == translations
     used = set()
     for component in app.config["components"]:
@@ -170,29 +170,32 @@ def test_the_course_examples_come_in_both_languages():
 
 
 def test_the_backend_speaks_spanish(backend):
-    result = backend.translate("el gato negro", "es-en", 1, 12, language="es")
+    result = backend.runner.translate("el gato negro", "es-en", 1, 12, language="es")
     assert re.match(r"Traducido del español al inglés en \d+,\d\d s \(tamaño del haz 1; ", result.status)
-    assert backend.translate("", "es-en", language="es").status.startswith("El cuadro de texto está vacío")
-    assert backend.translate("🙂🐈😀", "es-en", language="es").status.startswith("El modelo no conoce ninguno")
-    assert "nunca ha visto 🐈" in backend.translate("el gato 🐈 negro", "es-en", language="es").status
-    refused = backend.translate("el gato negro", "es-en", "abc", language="es").status
-    assert refused == f"El tamaño del haz debe ser un número entero entre 1 y {backend.max_beams}; se recibió 'abc'."
-    assert backend.translate("hola", "xx", language="es").status.startswith("Elige una dirección de traducción")
-    assert ("promedio de todas las capas", "mean") in backend.layer_choices("es")
-    assert backend.head_choices("es")[1] == ("cabeza 0", "0")
-    assert backend.pair_headers("es") == ["palabra destino", "palabra fuente", "peso"]
-    assert "Traduce una oración" in backend.placeholder("es")
-    assert 'title="bertviz, vista del modelo: Cross-attention"' in backend.view(result.record, "model", "cross", "es")
-    figure, _ = backend.alignment(result.record, "mean", "mean", "words", False, True, "es")
+    assert backend.runner.translate("", "es-en", language="es").status.startswith("El cuadro de texto está vacío")
+    assert backend.runner.translate("🙂🐈😀", "es-en", language="es").status.startswith("El modelo no conoce ninguno")
+    assert "nunca ha visto 🐈" in backend.runner.translate("el gato 🐈 negro", "es-en", language="es").status
+    refused = backend.runner.translate("el gato negro", "es-en", "abc", language="es").status
+    assert (
+        refused
+        == f"El tamaño del haz debe ser un número entero entre 1 y {backend.choices.max_beams}; se recibió 'abc'."
+    )
+    assert backend.runner.translate("hola", "xx", language="es").status.startswith("Elige una dirección de traducción")
+    assert ("promedio de todas las capas", "mean") in backend.choices.layer_choices("es")
+    assert backend.choices.head_choices("es")[1] == ("cabeza 0", "0")
+    assert drawing.pair_headers("es") == ["palabra destino", "palabra fuente", "peso"]
+    assert "Traduce una oración" in drawing.placeholder("es")
+    assert 'title="bertviz, vista del modelo: Cross-attention"' in drawing.view(result.record, "model", "cross", "es")
+    figure, _ = drawing.alignment(result.record, "mean", "mean", "words", False, True, "es")
     ax = figure.axes[0]
     assert ax.get_title() == "alineamiento de la cross-attention, promedio de las capas, todas las cabezas"
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("palabras fuente", "palabras destino")
-    links = backend.alignment_links(result.record, "0", "1", True, True, "es")
+    links = drawing.alignment_links(result.record, "0", "1", True, True, "es")
     assert links.axes[0].get_title() == "palabras alineadas, capa 0, cabeza 1, desplazado"
-    assert backend.ablate(None, {}, language="es").status.startswith("Primero traduce una oración")
-    none = backend.ablate(result.record, {"cross": []}, language="es").status
+    assert backend.runner.ablate(None, {}, language="es").status.startswith("Primero traduce una oración")
+    none = backend.runner.ablate(result.record, {"cross": []}, language="es").status
     assert none == "Marca al menos una cabeza que quieras apagar."
-    ablated = backend.ablate(result.record, {"cross": ["L0 H0"]}, language="es").status
+    ablated = backend.runner.ablate(result.record, {"cross": ["L0 H0"]}, language="es").status
     assert re.match(r"1 cabeza\(s\) apagada\(s\) \(cross L0 H0\), traducido en \d+,\d\d s: la traducción ", ablated)
 
 
@@ -237,7 +240,7 @@ LOCALES = {
 def test_browser_shows_the_page_in_its_language(url: str, backend: DemoBackend, locale: str):
     playwright = pytest.importorskip("playwright.sync_api")
     language, direction_label, status_es_en, status_en_es = LOCALES[locale]
-    page_text = page_translations(backend)[language]
+    page_text = page_translations(backend.choices)[language]
     other = "en" if language == "es" else "es"
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
@@ -256,18 +259,18 @@ def test_browser_shows_the_page_in_its_language(url: str, backend: DemoBackend, 
             expect(page.locator("#ablate-button")).to_have_text(page_text["ablate.button"])
             expect(page.locator("#direction")).to_contain_text(direction_label)
             # The layer control starts from the model's alignment configuration, labelled in the page's language.
-            layer = backend.default_choices()["layer"]
-            layer_label = dict((value, label) for label, value in backend.layer_choices(language))[layer]
+            layer = backend.choices.default_choices()["layer"]
+            layer_label = dict((value, label) for label, value in backend.choices.layer_choices(language))[layer]
             expect(page.locator("#layer input")).to_have_value(layer_label)
             expect(page.get_by_text(page_text["examples.label"])).to_be_visible()
             expect(page.get_by_text(page_text["decoding.label"])).to_be_visible()
             header = page.locator("#alignment-pairs th").first
-            expect(header).to_contain_text(backend.pair_headers(language)[0], timeout=60_000)
+            expect(header).to_contain_text(drawing.pair_headers(language)[0], timeout=60_000)
             shown = page.locator("body").inner_text()
             assert "__i18n__" not in shown and "translation_metadata" not in shown
             # No label or button of the other language (those of its texts that appear in none of this one's).
-            mine = " ".join(page_translations(backend)[language].values())
-            for key, text in page_translations(backend)[other].items():
+            mine = " ".join(page_translations(backend.choices)[language].values())
+            for key, text in page_translations(backend.choices)[other].items():
                 if key.endswith((".label", ".button")) and text not in mine:
                     assert text not in shown, f"{key}: {text!r} is shown in {locale}"
 
@@ -278,7 +281,7 @@ def test_browser_shows_the_page_in_its_language(url: str, backend: DemoBackend, 
             expect(page.locator("#alignment-plot img").first).to_be_visible(timeout=60_000)
             # Each aligned pair names a source word.
             expect(page.locator("#alignment-pairs")).to_contain_text(re.compile(r"\b(el|gato|negro)\b"), timeout=60_000)
-            expect(header).to_contain_text(backend.pair_headers(language)[0])
+            expect(header).to_contain_text(drawing.pair_headers(language)[0])
             frame = page.frame_locator("#bertviz iframe")
             expect(frame.locator("svg").first).to_be_visible(timeout=60_000)
             kind_title = CHOICES[language]["kind"]["encoder"]

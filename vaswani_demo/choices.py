@@ -1,0 +1,133 @@
+"""What the demo's controls offer for one model, read once when the demo is built: `DemoChoices`.
+
+The layer and head dropdowns, the beam and length sliders, the ablation panel's heads and the page's limits all come
+from the model's configuration (its decoder layers and heads, `config.alignment`, its generation config and position
+limit). `DemoChoices.from_model` reads them once; the page (`vaswani_demo.layout`) and the input rules
+(`vaswani_demo.checks`) read this frozen value and never go back to the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from hf_vaswani.inference import generation_limits
+from hf_vaswani.limits import MAX_NUM_BEAMS
+from vaswani_inspect.ablation import head_counts
+from vaswani_inspect.alignment.config import DEFAULT_ALIGNMENT
+from vaswani_inspect.record import check_alignment
+
+from .figures import settings_text
+from .settings import HEAD_LABEL, MAX_BEAMS, MEAN, MODEL_ALIGNER
+from .texts import DEFAULT_LANGUAGE, message
+
+__all__ = ["DemoChoices", "head_value"]
+
+#: The longest source a model without a position limit of its own is given, in tokens.
+_FALLBACK_MAX_TOKENS = 512
+
+
+def head_value(heads: list[int] | str) -> str:
+    """The head dropdown's value for a list of heads (or "all"): ``"1,3"``, ``"mean"``."""
+    return MEAN if heads == "all" else ",".join(str(head) for head in heads)
+
+
+@dataclass(frozen=True)
+class DemoChoices:
+    """What the controls offer and start at, read once from the model (`from_model`).
+
+    Attributes:
+        model_name: shown in the page (the folder or Hub id).
+        max_tokens: the longest source, in tokens (language token and ``</s>`` included), the model reads.
+        decoder_layers, decoder_heads: what the layer and head choices offer.
+        alignment_config: the model's alignment configuration (`config.alignment`, else the mean of all layers and
+            heads, not shifted): what the layer, head and shift controls start from.
+        heads: ``{kind: (layers, heads per layer)}``, what the ablation panel offers.
+        max_beams, max_new_tokens_limit: the largest beam size and translation length accepted: the demo's
+            `MAX_BEAMS`, the shared `MAX_NUM_BEAMS` and what the model can generate
+            (`hf_vaswani.inference.generation_limits`).
+        default_beams, default_max_new_tokens: the decoding options' defaults (the model's generation config).
+    """
+
+    model_name: str
+    max_tokens: int
+    decoder_layers: int
+    decoder_heads: int
+    alignment_config: Mapping[str, Any]
+    heads: Mapping[str, tuple[int, int]]
+    max_beams: int
+    max_new_tokens_limit: int
+    default_beams: int
+    default_max_new_tokens: int
+
+    @classmethod
+    def from_model(cls, model: Any, tokenizer: Any, model_name: str = "") -> DemoChoices:
+        """Read the choices of `model` (a Vaswani model, or any with its config's layer and head fields) and its
+        `tokenizer`; `model_name` defaults to the config's ``_name_or_path``."""
+        config = model.config
+        source_limits = [int(getattr(config, "max_position_embeddings", 0) or 0)]
+        tokenizer_limit = int(getattr(tokenizer, "model_max_length", 0) or 0)
+        if 0 < tokenizer_limit < 10**6:  # tokenizers without a limit report a huge sentinel
+            source_limits.append(tokenizer_limit)
+        positive = [limit for limit in source_limits if limit > 0]
+        max_tokens = min(positive) if positive else _FALLBACK_MAX_TOKENS
+        limits = generation_limits(model)
+        max_beams = max(1, min(MAX_BEAMS, MAX_NUM_BEAMS, limits.num_beams))
+        max_new_tokens_limit = max(1, min(limits.max_new_tokens, max_tokens - 1))
+        generation = getattr(model, "generation_config", None)
+        new_tokens = getattr(generation, "max_new_tokens", None)
+        if not new_tokens and getattr(generation, "max_length", None):
+            new_tokens = int(generation.max_length) - 1  # the decoder start token counts in max_length
+        alignment = check_alignment(getattr(config, "alignment", None)) or dict(DEFAULT_ALIGNMENT)
+        return cls(
+            model_name=model_name or str(getattr(config, "_name_or_path", "") or type(model).__name__),
+            max_tokens=max_tokens,
+            decoder_layers=int(config.decoder_layers),
+            decoder_heads=int(config.decoder_attention_heads),
+            alignment_config=MappingProxyType(alignment),
+            heads=MappingProxyType(head_counts(model)),
+            max_beams=max_beams,
+            max_new_tokens_limit=max_new_tokens_limit,
+            default_beams=max(1, min(max_beams, int(getattr(generation, "num_beams", None) or 1))),
+            default_max_new_tokens=max(1, min(int(new_tokens or 64), max_new_tokens_limit)),
+        )
+
+    def layer_choices(self, language: str = DEFAULT_LANGUAGE) -> list[tuple[str, str]]:
+        """(label, value) of the decoder layer control, labels in `language`: the model's aligner when it averages
+        several readings (value "model"), the average of all layers, then each layer."""
+        layers = [(message(language, "layer.one", layer=i), str(i)) for i in range(self.decoder_layers)]
+        choices = [(message(language, "layer.mean"), MEAN), *layers]
+        if self.alignment_config.get("average_with"):
+            described = settings_text(self.alignment_config, language)
+            choices.insert(0, (message(language, "layer.model", settings=described), MODEL_ALIGNER))
+        return choices
+
+    def head_choices(self, language: str = DEFAULT_LANGUAGE) -> list[tuple[str, str]]:
+        """(label, value) of the head control, labels in `language`: the average of all heads, each head, and the
+        model's configured heads when it averages several ("heads 1, 3", value "1,3")."""
+        heads = [(message(language, "head.one", head=i), str(i)) for i in range(self.decoder_heads)]
+        choices = [(message(language, "head.mean"), MEAN), *heads]
+        configured = self.alignment_config["heads"]
+        if configured != "all" and len(configured) > 1:
+            listed = ", ".join(str(head) for head in configured)
+            choices.append((message(language, "head.several", heads=listed), head_value(configured)))
+        return choices
+
+    def default_choices(self) -> dict[str, Any]:
+        """The controls' starting values, from the model's alignment configuration: layer (the model's aligner when
+        it averages several readings), head, shift."""
+        layer = self.alignment_config["layer"]
+        if self.alignment_config.get("average_with"):
+            layer = MODEL_ALIGNER
+        return {
+            "layer": layer if layer in (MEAN, MODEL_ALIGNER) else str(layer),
+            "head": head_value(self.alignment_config["heads"]),
+            "shift": bool(self.alignment_config["shift"]),
+        }
+
+    def head_labels(self, kind: str) -> list[str]:
+        """The heads of one attention kind as the ablation panel names them: ``"L0 H0"``, ``"L0 H1"``, ..."""
+        layers, heads = self.heads[kind]
+        return [HEAD_LABEL.format(layer=layer, head=head) for layer in range(layers) for head in range(heads)]

@@ -1,0 +1,291 @@
+"""The part of the demo that runs the model: load it, translate a checked request keeping every attention matrix
+(`vaswani_inspect.extract.extract`), and translate a record's sentence again with heads switched off.
+
+One `ModelRunner` serves every request: the model is shared by Gradio's worker threads, which `hf_vaswani`'s model
+supports, and the run counter is guarded by a lock. Ablations switch heads off in a copy of the model that only
+they use (one at a time), so that translations served at the same time never see the switched-off heads.
+
+Every sentence for the user comes in the `language` a method is given (``"en"`` or ``"es"``, `vaswani_demo.texts`);
+the input rules are `vaswani_demo.checks`. Nothing here knows of Gradio.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import threading
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hf_vaswani import paths
+from hf_vaswani.inference import UnknownCharactersWarning, load_translator
+from vaswani_inspect.ablation import ablate_heads
+from vaswani_inspect.extract import extract
+
+from .checks import TranslationRequest, heads_from_labels, text_notes, translation_request
+from .choices import DemoChoices
+from .settings import MODEL_ENV
+from .texts import DEFAULT_LANGUAGE, Named, Refusal, decimal, message
+
+__all__ = ["AblationResult", "ModelRunner", "TranslationResult", "load_model", "resolve_model_path"]
+
+logger = logging.getLogger(__name__)
+
+
+def resolve_model_path(model_path: str | os.PathLike[str] | None = None) -> str:
+    """The model to load: `model_path`, else ``$VASWANI_DEMO_MODEL``, else the shipped checkpoint
+    (`hf_vaswani.paths.default_model_path`).
+
+    Raises:
+        FileNotFoundError: no model was named and the shipped checkpoint is missing. The default is never looked up
+            on the Hub, where ``pretrained/...`` would be taken for a repository id.
+    """
+    if model_path is not None and str(model_path):
+        return str(model_path)
+    if os.environ.get(MODEL_ENV):
+        return os.environ[MODEL_ENV]
+    try:
+        name = paths.default_model_path()
+    except FileNotFoundError as error:
+        raise FileNotFoundError(f"{error} The demo also takes a model folder or Hub id from ${MODEL_ENV}.") from error
+    if not (Path(name) / "config.json").is_file():
+        raise FileNotFoundError(
+            f"No trained checkpoint at {name}: pass --model with a model folder or Hub id, or set {MODEL_ENV}."
+        )
+    return name
+
+
+def load_model(
+    model_path: str | os.PathLike[str] | None = None, *, device: str | None = None, backend: str = "auto"
+) -> tuple[Any, Any, str, Any]:
+    """(model, tokenizer, name shown, CTranslate2 translator or None) of a model folder or Hub id (see
+    `resolve_model_path`) on `device` (default: cuda if available), with the translating `backend` of
+    `hf_vaswani.backends.resolve_backend` (auto: CTranslate2 on the CPU when the [fast] extra is installed).
+
+    Raises:
+        FileNotFoundError: when the folder does not exist (the message says how to pass one).
+    """
+    from hf_vaswani.backends import load_ctranslate2, resolve_backend
+
+    name = resolve_model_path(model_path)
+    model, tokenizer = load_translator(name, device=device)
+    translator = None
+    if resolve_backend(backend, device) == "ctranslate2":
+        translator = load_ctranslate2(name, device=device)
+    # A local folder is shown (and stored in the records) by its name only: no server paths in the page.
+    shown = Path(name).expanduser().name if Path(name).expanduser().is_dir() else name
+    return model, tokenizer, shown, translator
+
+
+@dataclass
+class TranslationResult:
+    """What one translation produced: a record, or a message saying why there is none."""
+
+    translation: str = ""
+    status: str = ""
+    record: Any = None
+    ok: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class AblationResult:
+    """What one translation with heads off produced: the translation and its record (`heads_off`: their labels,
+    ``"cross L1 H0"``), or a message saying why there is none."""
+
+    translation: str = ""
+    status: str = ""
+    record: Any = None
+    ok: bool = False
+    heads_off: list[str] = field(default_factory=list)
+
+
+class ModelRunner:
+    """Runs the model: translations (`translate`, `run`) and translations with heads off (`ablate`).
+
+    Attributes:
+        model, tokenizer: the loaded model (eval mode) and its tokenizer.
+        translator: a CTranslate2 translator (`hf_vaswani.backends`) that chooses the output, or None (``generate``
+            does); the attention always comes from one teacher-forced pass of the PyTorch model over that output.
+        choices: what the model accepts (`DemoChoices`): the limits every request is checked against.
+        model_runs: how many times the model was run (translations, ablations); redraws do not count.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, choices: DemoChoices, translator: Any = None) -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.translator = translator
+        self.choices = choices
+        self.model_runs = 0
+        self._lock = threading.Lock()
+        self._ablation_lock = threading.Lock()  # one ablated run at a time: they share one copy of the model
+        self._ablation_model: Any = None
+
+    def _count_run(self) -> None:
+        with self._lock:
+            self.model_runs += 1
+
+    def check_text(
+        self, text: Any, direction: Any, *, language: str = DEFAULT_LANGUAGE
+    ) -> tuple[str | None, list[str]]:
+        """(a message explaining why `text` cannot be translated, or None; notes to show with the translation), in
+        `language` (the rules: `vaswani_demo.checks.text_notes`)."""
+        try:
+            notes = text_notes(self.tokenizer, text, direction, self.choices.max_tokens)
+        except Refusal as refusal:
+            return refusal.told(language), []
+        return None, [message(language, key, **fields) for key, fields in notes]
+
+    def translate(
+        self,
+        text: Any,
+        direction: Any,
+        num_beams: Any = None,
+        max_new_tokens: Any = None,
+        *,
+        language: str = DEFAULT_LANGUAGE,
+    ) -> TranslationResult:
+        """Check the input (`vaswani_demo.checks.translation_request`) and translate it (`run`).
+
+        Never raises for bad input: the result then has `ok=False` and a `status` sentence for the user, in
+        `language`.
+        """
+        try:
+            request = translation_request(self.choices, self.tokenizer, text, direction, num_beams, max_new_tokens)
+        except Refusal as refusal:
+            return TranslationResult(status=refusal.told(language))
+        return self.run(request, language=language)
+
+    def run(self, request: TranslationRequest, *, language: str = DEFAULT_LANGUAGE) -> TranslationResult:
+        """Translate a checked request, keeping every attention matrix; the status line (timing, settings, notes)
+        is in `language`. A failure of the model is a result with `ok=False` and a sentence (the log has the
+        traceback)."""
+        notes = [message(language, key, **fields) for key, fields in request.notes]
+        generate_kwargs = {"num_beams": request.num_beams, "max_new_tokens": request.max_new_tokens}
+        started = time.perf_counter()
+        try:
+            self._count_run()
+            record = self._extract(request.text, request.direction, generate_kwargs)
+        except ValueError as error:  # e.g. a limit extract() checks itself
+            return TranslationResult(status=message(language, "failed.extract", error=error))
+        except Exception as error:  # noqa: BLE001 - the user gets a sentence, the log gets the traceback
+            logger.exception("The demo failed on %r (%s)", request.text, request.direction)
+            return TranslationResult(status=message(language, "failed.model", error=type(error).__name__))
+        status = self._status(record, request, time.perf_counter() - started, notes, language)
+        return TranslationResult(record.target_text, status, record, True, notes)
+
+    def _extract(self, text: str, direction: str, generate_kwargs: dict[str, Any]) -> Any:
+        """The attention record of `text` translated in `direction`: `generate` chooses the output, or CTranslate2
+        does and one teacher-forced pass records the attention over its choice."""
+        name = self.choices.model_name
+        if self.translator is None:
+            return extract(
+                self.model, self.tokenizer, text, direction=direction, generate_kwargs=generate_kwargs, model_name=name
+            )
+        with warnings.catch_warnings():
+            # The status line already names the unknown characters (checks.text_notes), in the page's language.
+            warnings.simplefilter("ignore", UnknownCharactersWarning)
+            ids = self.translator.translate_ids([text], direction, **generate_kwargs)[0]
+        output = self.tokenizer.decode(ids, skip_special_tokens=True).strip()
+        record = extract(self.model, self.tokenizer, text, output, direction=direction, model_name=name)
+        record.generate_kwargs = {**generate_kwargs, "backend": "ctranslate2"}
+        return record
+
+    def _status(self, record: Any, request: TranslationRequest, seconds: float, notes: list[str], language: str) -> str:
+        """The status line of a translation: direction, time, settings, token counts, then `notes` (extended with
+        an empty translation or one cut at the maximum length)."""
+        source, target = request.direction.split("-")
+        output_tokens = max(0, len(record.target_tokens) - 1)
+        status = message(
+            language,
+            "status",
+            source=Named("language", source),
+            target=Named("language", target),
+            seconds=decimal(language, seconds),
+            beams=request.num_beams,
+            source_tokens=len(record.source_tokens),
+            output_tokens=output_tokens,
+        )
+        if not record.target_text:
+            notes.append(message(language, "note.empty"))
+        limit = request.max_new_tokens
+        if output_tokens >= limit and record.target_tokens[-1] != getattr(self.tokenizer, "eos_token", None):
+            notes.append(message(language, "note.cut", limit=limit))
+        return " ".join([status, *notes])
+
+    # ------------------------------------------------------------------------------------------ switching heads off
+
+    def ablate(
+        self, record: Any, heads_off: Mapping[str, Sequence[str] | None], *, language: str = DEFAULT_LANGUAGE
+    ) -> AblationResult:
+        """Translate the record's source again, with the same decoding settings, with `heads_off` (``{kind: ["L0
+        H1", ...]}``) switched off, keeping every attention matrix.
+
+        Never raises for bad input: the result then has `ok=False` and a `status` sentence for the user, in
+        `language`.
+        """
+        if record is None:
+            return AblationResult(status=message(language, "ablation.first"))
+        try:
+            heads = heads_from_labels(self.choices, heads_off)
+        except Refusal as refusal:
+            return AblationResult(status=refusal.told(language))
+        labels = [head.label() for head in heads]
+        if not heads:
+            return AblationResult(status=message(language, "ablation.none"))
+        started = time.perf_counter()
+        try:
+            with self._ablation_lock:
+                self._count_run()
+                model = self._ablation_copy()
+                settings, reference = self._pytorch_reference(model, record)
+                with ablate_heads(model, heads):
+                    ablated = self._extract_with(model, record, settings)
+        except Exception as error:  # noqa: BLE001 - the user gets a sentence, the log gets the traceback
+            logger.exception("The demo failed to translate %r with heads off", record.source_text)
+            return AblationResult(status=message(language, "ablation.failed", error=type(error).__name__))
+        outcome = "ablation.changed" if ablated.target_text != reference else "ablation.same"
+        status = message(
+            language,
+            "ablation.status",
+            count=len(labels),
+            labels=", ".join(labels),
+            seconds=decimal(language, time.perf_counter() - started),
+            outcome=message(language, outcome),
+        )
+        if reference != record.target_text:
+            status += " " + message(language, "ablation.reference", reference=reference)
+        return AblationResult(ablated.target_text, status, ablated, True, labels)
+
+    def _extract_with(self, model: Any, record: Any, settings: dict[str, Any]) -> Any:
+        """The record of `record`'s source translated by `model` (PyTorch) with the decoding `settings`."""
+        return extract(
+            model,
+            self.tokenizer,
+            record.source_text,
+            direction=record.direction,
+            generate_kwargs=settings,
+            model_name=self.choices.model_name,
+        )
+
+    def _pytorch_reference(self, model: Any, record: Any) -> tuple[dict[str, Any], str]:
+        """(the record's decoding settings for `generate`, the PyTorch model's translation with every head on).
+
+        Heads can only be switched off in the PyTorch model, so a translation that CTranslate2 chose (int8 by
+        default) is first translated again in PyTorch: a difference must come from the heads, not the backend.
+        """
+        settings = {key: value for key, value in record.generate_kwargs.items() if key != "backend"}
+        if record.generate_kwargs.get("backend") != "ctranslate2":
+            return settings, record.target_text
+        return settings, self._extract_with(model, record, settings).target_text
+
+    def _ablation_copy(self) -> Any:
+        """The copy of the model that ablated runs switch heads off in (made on first use)."""
+        if self._ablation_model is None:
+            self._ablation_model = copy.deepcopy(self.model).eval()
+        return self._ablation_model
