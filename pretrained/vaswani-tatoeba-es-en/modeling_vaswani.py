@@ -5,6 +5,10 @@ Read top to bottom, the file follows the paper: 3.1 the layers of the encoder an
 assemble them into Figure 1 and train it with label smoothing (5.4). It imports only `torch`, `transformers` and
 its two siblings (the configuration and two CPU training kernels), so that `save_pretrained` can ship all three
 next to the weights for `trust_remote_code`.
+
+Long because it is the whole model in one file, as the `transformers` single-model-file convention has it: a
+`trust_remote_code` user gets this file (and its two siblings) copied next to the weights, not the hf_vaswani
+package, and reads the paper in it from top to bottom without following imports into modules they do not have.
 """
 
 import math
@@ -406,7 +410,7 @@ class VaswaniStack(VaswaniPreTrainedModel):
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("Pass exactly one of input_ids and inputs_embeds.")
         if inputs_embeds is None:
-            _check_token_ids(input_ids, self.embed_tokens.num_embeddings)
+            _check_token_ids(input_ids, self.embed_tokens.num_embeddings, past_length)
             inputs_embeds = self.embed_tokens(input_ids)
         elif inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.config.d_model:
             raise ValueError(
@@ -430,10 +434,13 @@ class VaswaniStack(VaswaniPreTrainedModel):
         return hidden_states if self.layer_norm is None else self.layer_norm(hidden_states)
 
 
-def _check_token_ids(input_ids: torch.Tensor, vocab_size: int) -> None:
+def _check_token_ids(input_ids: torch.Tensor, vocab_size: int, past_length: int | torch.Tensor = 0) -> None:
+    """Shape always; the range of the ids only when nothing is cached yet (the source, a decoder's first step): a
+    later decoding step feeds back the model's own predictions, and reading their range would cost a host sync on
+    every step on a GPU. (A static cache's length is a tensor once it holds something.)"""
     if input_ids.dim() != 2:
         raise ValueError(f"input ids must have shape (batch, sequence_length), got {tuple(input_ids.shape)}.")
-    if is_torchdynamo_compiling() or input_ids.numel() == 0:
+    if is_torchdynamo_compiling() or input_ids.numel() == 0 or isinstance(past_length, torch.Tensor) or past_length:
         return
     low, high = (int(value) for value in torch.aminmax(input_ids))
     if low < 0 or high >= vocab_size:

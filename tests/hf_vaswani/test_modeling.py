@@ -471,6 +471,37 @@ def test_bad_inputs_give_clear_errors(tiny_model, source_batch):
         tiny_model(input_ids=input_ids, decoder_input_ids=decoder_input_ids, labels=torch.tensor([[5, 6, 7]] * 2))
 
 
+@pytest.mark.parametrize("num_beams", [1, 3])
+def test_decoding_steps_with_a_cache_do_not_check_the_ids(tiny_model, source_batch, monkeypatch, num_beams):
+    """Reading the ids' range is a host sync on a GPU: `generate` pays it for the source and the decoder's first
+    step, not for the steps fed from the cache, however many there are."""
+    calls = []
+    aminmax = torch.aminmax
+
+    def counted(*args, **kwargs):
+        calls.append(args[0].shape)
+        return aminmax(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "aminmax", counted)
+    input_ids, attention_mask = source_batch
+    checks = {}
+    for new_tokens in (2, 9):
+        calls.clear()
+        output = tiny_model.generate(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            min_new_tokens=new_tokens,
+            max_new_tokens=new_tokens,
+            num_beams=num_beams,
+            do_sample=False,
+        )
+        assert output.shape[1] == new_tokens + 1
+        checks[new_tokens] = len(calls)
+    assert checks == {2: 2, 9: 2}  # the encoder's source and the decoder's first step, nothing per step
+    with pytest.raises(ValueError, match="outside the vocabulary"):  # ids from the caller are still checked
+        tiny_model(input_ids=input_ids, decoder_input_ids=torch.tensor([[1, 300], [1, 7]]))
+
+
 def test_compiled_training_step_matches_eager():
     """`torch.compile(fullgraph=True)` (no graph break allowed) trains the same: loss and gradients, including the
     label-smoothed loss's hand-written backward with an incoming gradient other than 1."""
