@@ -9,7 +9,7 @@ for a number, a direction that is no choice) and answer them with the demo's sen
 error.
 
 Characters the tokenizer does not know follow the rule every command shares
-(`hf_vaswani.inference.unknown_characters`, `MAX_UNKNOWN_SHARE`): a text more than half of whose non-space
+(`hf_vaswani.source_checks.unknown_characters`, `MAX_UNKNOWN_SHARE`): a text more than half of whose non-space
 characters would be read as ``<unk>`` is refused; otherwise those characters are named in a note.
 """
 
@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hf_vaswani.inference import MAX_UNKNOWN_SHARE, unknown_characters
+from hf_vaswani.source_checks import MAX_UNKNOWN_SHARE, unknown_characters
 from hf_vaswani.tokenization import DIRECTIONS, direction_to_languages, source_with_language
 from vaswani_inspect.ablation import Head
 
@@ -140,7 +140,7 @@ def text_notes(tokenizer: Any, text: Any, direction: Any, max_tokens: int) -> li
     Raises:
         Refusal: no valid direction; not a string; empty or blank; longer than `MAX_CHARS` characters or
             `max_tokens` tokens (language token and ``</s>`` included); mostly characters the tokenizer does not
-            know (`hf_vaswani.inference.MAX_UNKNOWN_SHARE`).
+            know (`hf_vaswani.source_checks.MAX_UNKNOWN_SHARE`).
     """
     if not isinstance(direction, str) or direction not in DIRECTIONS:
         raise Refusal("direction")

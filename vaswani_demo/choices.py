@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from hf_vaswani.inference import generation_limits
-from hf_vaswani.limits import MAX_NUM_BEAMS
+from hf_vaswani.limits import MAX_NUM_BEAMS, generation_limits
 from vaswani_inspect.ablation import head_counts
-from vaswani_inspect.alignment.config import DEFAULT_ALIGNMENT
+from vaswani_inspect.alignment.config import DEFAULT_ALIGNMENT, model_alignment
 from vaswani_inspect.record import check_alignment
 
 from .figures import settings_text
@@ -47,7 +46,7 @@ class DemoChoices:
         heads: ``{kind: (layers, heads per layer)}``, what the ablation panel offers.
         max_beams, max_new_tokens_limit: the largest beam size and translation length accepted: the demo's
             `MAX_BEAMS`, the shared `MAX_NUM_BEAMS` and what the model can generate
-            (`hf_vaswani.inference.generation_limits`).
+            (`hf_vaswani.limits.generation_limits`).
         default_beams, default_max_new_tokens: the decoding options' defaults (the model's generation config).
     """
 
@@ -80,7 +79,8 @@ class DemoChoices:
         new_tokens = getattr(generation, "max_new_tokens", None)
         if not new_tokens and getattr(generation, "max_length", None):
             new_tokens = int(generation.max_length) - 1  # the decoder start token counts in max_length
-        alignment = check_alignment(getattr(config, "alignment", None)) or dict(DEFAULT_ALIGNMENT)
+        # Checked against the model's layers and heads here, where it is read, as extract() does for records.
+        alignment = check_alignment(model_alignment(config)) or dict(DEFAULT_ALIGNMENT)
         return cls(
             model_name=model_name or str(getattr(config, "_name_or_path", "") or type(model).__name__),
             max_tokens=max_tokens,

@@ -413,14 +413,14 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
         api_visibility="private", concurrency_id="redraw", concurrency_limit=concurrency_limit, show_progress="minimal"
     )
     alignment_inputs = [ui.record_state, ui.layer, ui.head, ui.unit, ui.shift, ui.skip_punctuation]
-    alignment_outputs = [ui.plot, ui.links, ui.pairs]
+    alignment_shown = [ui.plot, ui.links, ui.pairs]
     view_inputs = [ui.record_state, ui.view, ui.kind]
     stale = [ui.plot, ui.links, ui.views, ui.record_file]
     clear: dict[str, Any] = dict(fn=None, js=_CLEAR_JS, outputs=stale, api_visibility="private", queue=False)
 
     def after(translation: Any) -> None:
         """Once `translation` (an event) has finished: draw its figures and offer its record, side by side."""
-        translation.then(redraw_alignment, inputs=alignment_inputs, outputs=alignment_outputs, **redraw_events)
+        translation.then(redraw_alignment, inputs=alignment_inputs, outputs=alignment_shown, **redraw_events)
         translation.then(redraw_view, inputs=view_inputs, outputs=[ui.views], **redraw_events)
         translation.then(offer_record, inputs=[ui.record_state], outputs=[ui.record_file], **redraw_events)
 
@@ -431,7 +431,7 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
     alignment_endpoint, view_endpoint, record_endpoint = after_translation_endpoints(backend)
     api_events: dict[str, Any] = dict(preprocess=False, concurrency_id="redraw", concurrency_limit=concurrency_limit)
     trigger = ui.api_trigger.click
-    trigger(alignment_endpoint, inputs=alignment_inputs, outputs=alignment_outputs, api_name="alignment", **api_events)
+    trigger(alignment_endpoint, inputs=alignment_inputs, outputs=alignment_shown, api_name="alignment", **api_events)
     trigger(view_endpoint, inputs=view_inputs, outputs=[ui.views], api_name="view", **api_events)
     trigger(record_endpoint, inputs=[ui.record_state], outputs=[ui.record_file], api_name="record", **api_events)
     after(translated)
@@ -454,7 +454,7 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
     )
 
     for control in (ui.layer, ui.head, ui.unit, ui.shift, ui.skip_punctuation):
-        control.change(redraw_alignment, inputs=alignment_inputs, outputs=alignment_outputs, **redraw_events)
+        control.change(redraw_alignment, inputs=alignment_inputs, outputs=alignment_shown, **redraw_events)
     for control in (ui.view, ui.kind):
         control.change(redraw_view, inputs=view_inputs, outputs=[ui.views], **redraw_events)
     app.load(page_load_handler(), outputs=[ui.pairs], api_visibility="private", queue=False)

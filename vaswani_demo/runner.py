@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from hf_vaswani import paths
-from hf_vaswani.inference import UnknownCharactersWarning, load_translator
+from hf_vaswani.inference import load_translator
+from hf_vaswani.source_checks import UnknownCharactersWarning
 from vaswani_inspect.ablation import ablate_heads
 from vaswani_inspect.extract import extract
 

@@ -5,12 +5,12 @@ Two kinds of text:
 * `PAGE`: the page itself (headings, labels, buttons, explanations). `vaswani_demo.layout` gives each one to Gradio
   as a key of a `gr.I18n` object, and the browser shows it in its own language (Spanish for ``es``, ``es-BO``, ...;
   English otherwise). A few of them are templates filled once per app with its model's values (`page_texts`).
-* `MESSAGES`: what the backend says at run time (the status line, refusals, notes, warnings). Gradio's i18n does
+* `MESSAGES`: what the demo says at run time (the status line, refusals, notes, warnings). Gradio's i18n does
   not translate values computed on the server, so these are formatted in the language of the request
   (`language_from_header`, read from its ``Accept-Language`` header) by `message`.
 
 `CHOICES` names the values of the radio buttons and dropdowns in both languages. Nothing is imported here, so that
-`vaswani_demo.backend` can use it without Gradio.
+the parts without Gradio (`checks`, `choices`, `runner`, `drawing`) can use it.
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ CHOICES: dict[str, dict[str, dict[str, str]]] = {
     },
 }
 
-#: What the backend says at run time, by language and key; `{name}` fields are filled by `message`.
+#: What the demo says at run time, by language and key; `{name}` fields are filled by `message`.
 MESSAGES: dict[str, dict[str, str]] = {
     "en": {
         # choices of the layer and head controls
