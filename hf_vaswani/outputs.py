@@ -2,7 +2,8 @@
 
 A command first declares what it will write and what it reads, in an `OutputPlan`, and checks the plan before it
 does any work: every output can be written (its folder exists and accepts a new entry of that name), no output is
-one of the inputs (or, for a folder, holds one), no two outputs share a path, and an output folder that is not
+one of the inputs (or, for a folder, holds one), no output lies inside an input folder (a model folder is an input:
+it may be read-only, shared or a Hub cache snapshot), no two outputs share a path, and an output folder that is not
 empty is refused unless the command was asked to replace it (``--overwrite``). Then it writes each output into a
 temporary sibling (``tmp-NAME.XXXXXXXX`` next to it) and renames it into place once everything is written: a
 failure part-way (a full disk, a kill) leaves the previous file or folder as it was, and a replaced folder is
@@ -51,6 +52,9 @@ class Output:
     what: str
     is_folder: bool
     overwrite: bool = False
+    #: The output is meant to be written into an input folder (``align-eval --write-config MODEL`` updates the
+    #: model's config.json): the only outputs allowed there.
+    into_input: bool = False
 
 
 def _absolute(path: PathLike) -> Path:
@@ -159,9 +163,10 @@ class OutputPlan:
         """Declare more paths the command reads (None entries are ignored)."""
         self.inputs += [_absolute(path) for path in inputs if path is not None]
 
-    def file(self, path: PathLike, what: str = "output file") -> Path:
-        """Declare a file to write (an existing file is replaced); returns the path to pass to ``staged()``."""
-        return self._add(Output(_absolute(path), what, is_folder=False))
+    def file(self, path: PathLike, what: str = "output file", *, into_input: bool = False) -> Path:
+        """Declare a file to write (an existing file is replaced); returns the path to pass to ``staged()``.
+        `into_input`: the file is meant to update an input folder (no other output may lie inside one)."""
+        return self._add(Output(_absolute(path), what, is_folder=False, into_input=into_input))
 
     def folder(self, path: PathLike, what: str = "output folder", *, overwrite: bool = False) -> Path:
         """Declare a folder to write. An existing empty folder is replaced; a non-empty one only with
@@ -200,6 +205,11 @@ class OutputPlan:
                 raise ValueError(
                     f"The {output.what} {_shown(output.path)} holds the input {_shown(source)}: replacing the "
                     "folder would delete it. Choose another folder."
+                )
+            if not output.into_input and source in output.path.parents and source.is_dir():
+                raise ValueError(
+                    f"The {output.what} {_shown(output.path)} is inside the input folder {_shown(source)}: no "
+                    "command writes into what it reads. Choose a path outside it."
                 )
 
     @staticmethod

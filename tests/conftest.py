@@ -3,6 +3,7 @@ attention record of the vaswani_inspect tests (module-scoped: each test module t
 may define its own fixture of the same name instead). What they are built from is in tests/helpers.py."""
 
 import os
+import tempfile
 
 import pytest
 import torch
@@ -10,6 +11,8 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# The CTranslate2 exports the tests make go to a cache of this run, not the user's (subprocesses inherit it).
+os.environ.setdefault("HF_VASWANI_CACHE", tempfile.mkdtemp(prefix="hf-vaswani-test-cache-"))
 
 from hf_vaswani import VaswaniForConditionalGeneration  # noqa: E402
 from tests.helpers import tiny_config  # noqa: E402

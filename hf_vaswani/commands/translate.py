@@ -88,7 +88,7 @@ def _run_translate(args: argparse.Namespace) -> int:
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, Any]:
-    """The translator of ``--backend``: CTranslate2 (exported once, cached next to the model) or PyTorch."""
+    """The translator of ``--backend``: CTranslate2 (exported once, kept in the user cache) or PyTorch."""
     from ..backends import load_ctranslate2, resolve_backend
     from ..inference import load_translator
 

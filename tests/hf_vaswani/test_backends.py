@@ -4,8 +4,6 @@ with the tiny tokenizer; what the backend translates is compared with PyTorch in
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 
@@ -40,9 +38,11 @@ def test_the_backend_is_ctranslate2_on_a_cpu_when_installed(monkeypatch):
     assert error.value.name == "ctranslate2"  # the command line says "needs the [fast] extra"
 
 
-def test_the_export_is_made_once_next_to_the_model_and_again_when_the_weights_change(folder):
+def test_the_export_is_made_once_in_the_user_cache_and_again_when_the_weights_change(folder, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_VASWANI_CACHE", str(tmp_path / "cache"))
     export = backends.ensure_ctranslate2_export(folder, "int8")
-    assert export == folder / "ctranslate2-int8" and (export / "model.bin").is_file()
+    assert export.parent == tmp_path / "cache" / "ctranslate2" and export.name.endswith("-ctranslate2-int8")
+    assert (export / "model.bin").is_file()
     made = (export / "model.bin").stat().st_mtime_ns
     assert backends.ensure_ctranslate2_export(folder, "int8") == export
     assert (export / "model.bin").stat().st_mtime_ns == made  # cached: not exported again
@@ -51,18 +51,19 @@ def test_the_export_is_made_once_next_to_the_model_and_again_when_the_weights_ch
     with torch.no_grad():
         model.lm_head.weight.mul_(2)
     model.save_pretrained(folder)
-    assert backends.ensure_ctranslate2_export(folder, "int8") == export
-    assert (export / "model.bin").stat().st_mtime_ns != made
-    assert sorted(p.name for p in folder.parent.iterdir()) == ["model"]  # no staging folder left behind
-    assert not [p for p in folder.iterdir() if p.name.startswith(".")]
+    changed = backends.ensure_ctranslate2_export(folder, "int8")
+    assert changed != export and (changed / "model.bin").is_file()  # other weights: another export
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["cache", "model"]  # nothing written beside the model
+    assert not [p for p in changed.parent.iterdir() if p.name.startswith(".")]  # no staging folder left behind
 
 
-def test_a_read_only_model_folder_gets_its_export_in_the_user_cache(folder, tmp_path, monkeypatch):
+def test_the_model_folder_is_only_read(folder, tmp_path, monkeypatch):
+    """A read-only folder, a shared one or a Hub snapshot: the export never goes into the model folder."""
     monkeypatch.setenv("HF_VASWANI_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    before = sorted(p.name for p in folder.iterdir())
     export = backends.ensure_ctranslate2_export(folder, "float32")
     assert export.parent == tmp_path / "cache" / "ctranslate2" and export.name.endswith("-ctranslate2-float32")
-    assert not (folder / "ctranslate2-float32").exists()
+    assert sorted(p.name for p in folder.iterdir()) == before
 
 
 def test_bad_input_is_refused_as_translate_refuses_it(folder):

@@ -208,7 +208,8 @@ OUT_ERRORS = {
     "non-empty": ("{out}", [], "is not empty: choose a new folder, or pass --overwrite"),
     "the-source": ("{model}", ["--overwrite"], "is also an input of this command"),
     "holds-the-source": ("{tmp}", ["--overwrite"], "holds the input"),
-    "a-file": ("{model}/config.json", [], "is a file, not a folder"),
+    "a-file": ("{out}/keep.txt", [], "is a file, not a folder"),
+    "inside-the-source": ("{model}/export", [], "is inside the input folder"),
     "unwritable": ("{ro}/out", [], "Cannot write the"),
 }
 
@@ -230,6 +231,7 @@ def test_export_out_folder_is_checked_before_the_model_loads(command, case, tmp_
     (out / "keep.txt").write_text("an earlier export")
     target, options, message = OUT_ERRORS[case]
     target = target.format(out=out, model=model_dir, tmp=tmp_path, ro=unwritable_folder(tmp_path))
+    capsys.readouterr()  # the setup's own output (saving the model may show a progress bar)
     assert main([command, str(model_dir), target, *options]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and message in err, err
@@ -368,18 +370,20 @@ def shipped_translations():
 
 @pytest.fixture(scope="module")
 def shipped_copy(tmp_path_factory):
-    """A copy of the shipped checkpoint (the exports are cached next to the model: not in the repository)."""
+    """A copy of the shipped checkpoint, to check that it stays as it is."""
     import shutil
 
-    return Path(shutil.copytree(CHECKPOINT, tmp_path_factory.mktemp("shipped") / "model"))
+    copy = tmp_path_factory.mktemp("shipped") / "model"
+    return Path(shutil.copytree(CHECKPOINT, copy, ignore=shutil.ignore_patterns("ctranslate2-*")))
 
 
 def test_ctranslate2_float32_translates_the_shipped_checkpoint_as_we_do(shipped_translations, shipped_copy):
     pytest.importorskip("ctranslate2")
-    from hf_vaswani.backends import load_ctranslate2
+    from hf_vaswani.backends import load_ctranslate2, user_cache_dir
 
     translator = load_ctranslate2(shipped_copy, quantization="float32", threads=1)
-    assert (shipped_copy / "ctranslate2-float32" / "model.bin").is_file()  # cached next to the model
+    assert translator.export_folder.parent == user_cache_dir()  # cached there, not in the model folder
+    assert not list(shipped_copy.glob("ctranslate2-*"))
     for direction, (sources, ours) in shipped_translations.items():
         assert translator.translate(sources, direction) == ours
 

@@ -37,6 +37,14 @@ PLAN_ERRORS = {
         {"inputs": ["{t}/model/config.json"], "outputs": [("folder", "{t}/model", {"overwrite": True})]},
         "holds the input",
     ),
+    "output-inside-an-input-folder": (
+        {"inputs": ["{t}/model"], "outputs": [("folder", "{t}/model/report")]},
+        "is inside the input folder",
+    ),
+    "file-inside-an-input-folder": (
+        {"inputs": ["{t}/model"], "outputs": [("file", "{t}/model/scores.json")]},
+        "no command writes into what it reads",
+    ),
     "same-path-twice": ({"outputs": [("file", "{t}/x.txt"), ("file", "{t}/x.txt")]}, "are the same path"),
     "file-in-a-folder-output": ({"outputs": [("folder", "{t}/out"), ("file", "{t}/out/x.txt")]}, "is inside"),
     "folder-not-empty": ({"outputs": [("folder", "{t}/model")]}, "is not empty: choose a new folder, or pass"),
@@ -63,7 +71,7 @@ def test_checks_accept_what_can_be_written(files):
     plan = OutputPlan(inputs=[files / "data.tsv", files / "model"])
     plan.file(files / "scores.json")
     plan.file(files / "a-file")  # an existing file is replaced
-    plan.folder(files / "model" / "report")  # inside an input folder: fine
+    plan.file(files / "model" / "config.json", into_input=True)  # meant to update the input (--write-config)
     plan.folder(files / "new" / "deeper")  # missing parents are created when written
     (files / "empty").mkdir()
     plan.folder(files / "empty")  # an empty folder is not "not empty"
