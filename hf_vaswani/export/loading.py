@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 import torch
 
+from ..model_checks import check_model
 from ..modeling_vaswani import VaswaniForConditionalGeneration
 
 __all__ = ["ExportError", "ExportSource", "export_plan", "load_for_export", "source_folder"]
@@ -39,6 +40,8 @@ def load_for_export(
 
     Raises:
         ExportError: the folder holds a model that is not a `VaswaniForConditionalGeneration`.
+        BrokenModelError: the model is broken (`hf_vaswani.model_checks`: missing or non-finite weights, token ids
+            outside the vocabulary, another model's tokenizer).
         FileNotFoundError: a local path without a config.json.
     """
     if isinstance(model, VaswaniForConditionalGeneration):
@@ -59,7 +62,7 @@ def load_for_export(
         if not (folder / "config.json").is_file():
             raise FileNotFoundError(f"No model folder with a config.json at {name!r}.")
         name = str(folder)
-    loaded = _from_pretrained(AutoModelForSeq2SeqLM, name)
+    loaded, loading_info = _from_pretrained(AutoModelForSeq2SeqLM, name)
     if not isinstance(loaded, VaswaniForConditionalGeneration):
         raise ExportError(
             f"{name!r} holds a {type(loaded).__name__}, not a VaswaniForConditionalGeneration: only hf_vaswani "
@@ -70,6 +73,7 @@ def load_for_export(
             tokenizer = AutoTokenizer.from_pretrained(name)
         except (OSError, ValueError):
             tokenizer = None  # a folder of weights alone: the exports that need a vocabulary say so
+    check_model(loaded, tokenizer, loading_info=loading_info, source=name)  # never export a broken model
     return ExportSource(loaded.to("cpu").eval(), tokenizer, folder)
 
 
@@ -101,8 +105,9 @@ def export_plan(
     return plan, out
 
 
-def _from_pretrained(auto_class: Any, name: str) -> Any:
-    """`from_pretrained` in float32, its errors on a damaged or foreign folder as one line naming the folder."""
+def _from_pretrained(auto_class: Any, name: str) -> tuple[Any, dict[str, Any]]:
+    """`from_pretrained` in float32 and its loading report, its errors on a damaged or foreign folder as one line
+    naming the folder."""
     from pickle import UnpicklingError
 
     from safetensors import SafetensorError
@@ -110,6 +115,6 @@ def _from_pretrained(auto_class: Any, name: str) -> Any:
     from ..inference import describe_load_error
 
     try:
-        return auto_class.from_pretrained(name, dtype=torch.float32)
+        return auto_class.from_pretrained(name, dtype=torch.float32, output_loading_info=True)
     except (SafetensorError, UnpicklingError, RuntimeError, KeyError, OSError) as error:
         raise ValueError(f"Cannot load the model at {name!r}: {describe_load_error(error)}") from error
