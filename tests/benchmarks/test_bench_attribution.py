@@ -1,0 +1,27 @@
+"""benchmarks/bench_attribution.py end to end on the tiny model and 2 pairs, never timed."""
+
+import json
+import subprocess
+import sys
+
+from tests.helpers import ROOT
+
+
+def test_bench_attribution_runs_ours_and_inseq_side_by_side(tmp_path):
+    name = str(tmp_path / "attribution")  # an absolute name: the results stay out of benchmarks/results
+    completed = subprocess.run(
+        [sys.executable, "benchmarks/bench_attribution.py", "--tiny", "--pairs", "2", "--n-steps", "4", "--json", name],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    results = json.loads((tmp_path / "attribution.json").read_text())
+    assert set(results["rows"]) == {"integrated_gradients", "saliency"} and results["settings"]["pairs"] == 2
+    for row in results["rows"].values():
+        assert row["ours_ms_per_sentence"] > 0 and row["inseq_ms_per_sentence"] > 0
+        assert row["pieces_compared"] > 0
+    # Same function, same inputs: saliency must agree on the ranking.
+    assert results["rows"]["saliency"]["top1_agreement"] == 1.0
+    assert "| saliency |" in completed.stdout

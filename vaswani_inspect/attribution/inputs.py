@@ -1,0 +1,98 @@
+"""What the model-running methods share: the record's ids as tensors, eval mode, the token embeddings, and the
+log-probability of each target piece from embeddings (the function the gradient methods explain)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..record import AttentionRecord
+
+
+@dataclass(frozen=True)
+class RecordInputs:
+    """The ids of one token-level record: `source` (1, S), `decoder` (1, T - 1) the decoder inputs that predict a
+    piece (the record's last input, `</s>`, predicts nothing), `labels` (T - 1,) the piece each row predicts."""
+
+    source: torch.Tensor
+    decoder: torch.Tensor
+    labels: torch.Tensor
+
+    @property
+    def rows(self) -> int:
+        return int(self.labels.numel())
+
+
+def device_of(model: Any) -> torch.device:
+    try:
+        return next(model.parameters()).device
+    except (AttributeError, StopIteration):
+        return torch.device("cpu")
+
+
+def record_inputs(model: Any, record: AttentionRecord) -> RecordInputs:
+    """The record's ids on the model's device; a ValueError for a word-level record or one with nothing to explain."""
+    if record.level != "token":
+        raise ValueError("attribute() needs a token-level record (one from extract, before to_words).")
+    if len(record.target_tokens) < 2:
+        raise ValueError("The record's target has no piece after the decoder start token: nothing to explain.")
+    device = device_of(model)
+    ids = torch.tensor(record.target_ids, dtype=torch.long, device=device)
+    return RecordInputs(
+        source=torch.tensor([record.source_ids], dtype=torch.long, device=device),
+        decoder=ids[None, :-1],
+        labels=ids[1:],
+    )
+
+
+@contextlib.contextmanager
+def eval_mode(model: Any) -> Iterator[Any]:
+    """Eval mode inside (no dropout), the previous mode restored afterwards."""
+    was_training = bool(getattr(model, "training", False))
+    if was_training:
+        model.eval()
+    try:
+        yield model
+    finally:
+        if was_training:
+            model.train()
+
+
+def embeddings(model: Any, inputs: RecordInputs) -> tuple[torch.Tensor, torch.Tensor]:
+    """The token embeddings the encoder and the decoder read, (1, S, d) and (1, T - 1, d), as `inputs_embeds`
+    (scaled by sqrt(d_model) where the model scales them; positional encodings are added inside the model)."""
+    source = model.get_encoder().get_input_embeddings()(inputs.source)
+    target = model.get_decoder().get_input_embeddings()(inputs.decoder)
+    return source.detach(), target.detach()
+
+
+def log_probabilities(
+    model: Any,
+    source_embeds: torch.Tensor,
+    target_embeds: torch.Tensor,
+    positions: torch.Tensor,
+    labels: torch.Tensor,
+) -> torch.Tensor:
+    """For each batch row b: log p(labels[b] | source_embeds[b], target_embeds[b, :positions[b] + 1]), read at
+    decoder position positions[b]. Only the needed positions go through the output layer (one vocabulary-sized
+    row per batch row instead of one per position), and the decoder runs on the longest prefix the batch needs."""
+    length = int(positions.max()) + 1
+    encoded = model.get_encoder()(inputs_embeds=source_embeds).last_hidden_state
+    hidden = model.get_decoder()(
+        inputs_embeds=target_embeds[:, :length], encoder_hidden_states=encoded, use_cache=False
+    ).last_hidden_state
+    rows = torch.arange(hidden.shape[0], device=hidden.device)
+    logits = model.get_output_embeddings()(hidden[rows, positions])
+    bias = getattr(model, "final_logits_bias", None)
+    if isinstance(bias, torch.Tensor):
+        logits = logits + bias.reshape(-1)
+    if logits.dtype in (torch.float16, torch.bfloat16):
+        logits = logits.float()  # a log-softmax over the vocabulary in half precision loses the small ones
+    return torch.log_softmax(logits, dim=-1)[rows, labels]
+
+
+__all__ = ["RecordInputs", "device_of", "embeddings", "eval_mode", "log_probabilities", "record_inputs"]
