@@ -90,7 +90,7 @@ def write_pharaoh(alignments: Iterable[Links], path: str | os.PathLike[str]) -> 
 
 def read_pharaoh(path: str | os.PathLike[str]) -> list[Links]:
     """The links of a Pharaoh file written by `write_pharaoh` (or eflomal, fast_align, ...); possible links
-    (``ipj``) are read as links too (`vaswani_inspect.read_gold` keeps sure and possible apart)."""
+    (``ipj``) are read as links too (`vaswani_inspect.alignment.read_gold` keeps sure and possible apart)."""
     alignments = []
     for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
         try:
