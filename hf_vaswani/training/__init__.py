@@ -14,7 +14,10 @@
 A run is described by a YAML (or JSON) file with four sections, ``data``, ``tokenizer``, ``model`` and
 ``training`` (see `DEFAULT_CONFIG` and ``configs/tatoeba-es-en.yaml``); any value can be overridden with
 ``key.path=value`` strings (``--set training.max_steps=100`` on the command line). `validate_config` checks the
-type and range of every value.
+type and range of every value, the ``model`` section's `VaswaniConfig` fields included, before any work; the YAML
+reader refuses a key given twice and anchors or aliases. A run never trains into a model folder (unless
+``overwrite``), stops with `NonFiniteLossError` when the loss becomes NaN or infinite (keeping the last good
+checkpoint, writing no ``final/``), and checks every file it resumes from (`DamagedCheckpointError`).
 
 The same `train` runs in one process or under ``torchrun`` / ``accelerate launch`` (DDP); checkpoints are
 written atomically and a resumed run continues with the data order of an uninterrupted one (`VaswaniTrainer`).
@@ -22,6 +25,8 @@ written atomically and a resumed run continues with the data order of an uninter
 What lives where (everything public is importable from here):
 
 * `config`: `DEFAULT_CONFIG`, `load_config`, `apply_overrides`, `validate_config`.
+* `values`: the checks of single values, and of the ``model`` section's fields (`validate_model_section`).
+* `recipe_yaml`: the strict YAML reader of recipes and the alias-free writer of ``config.yaml``.
 * `schedule`: the learning rate of sec. 5.3 (`paper_learning_rate`, `paper_peak_learning_rate`,
   `paper_lr_lambda`).
 * `arguments`: `build_training_arguments`, the `Seq2SeqTrainingArguments` of a configuration.
@@ -30,6 +35,8 @@ What lives where (everything public is importable from here):
 * `checkpoints`: finding complete checkpoints (`find_checkpoints`, `last_checkpoint`, `checkpoint_problem`)
   and publishing folders atomically.
 * `weights`: reading, checking and casting saved safetensors weights.
+* `resume`: what a resume reads, checked first (`checkpoint_damage`, `model_damage`, `DamagedCheckpointError`).
+* `starting_model`: the ``training.init_from`` model, checked against the recipe (`load_starting_model`).
 * `averaging`: `average_checkpoints`.
 * `run`: `train`, from the configuration to the ``final/`` and ``averaged/`` models.
 
@@ -53,14 +60,17 @@ from .averaging import average_checkpoints
 from .batching import TokenBatchSampler
 from .checkpoints import IncompleteCheckpointWarning, checkpoint_problem, find_checkpoints, last_checkpoint
 from .config import DEFAULT_CONFIG, SAMPLING_STRATEGIES, apply_overrides, load_config, validate_config
+from .resume import DamagedCheckpointError
 from .run import train
 from .schedule import paper_learning_rate, paper_lr_lambda, paper_peak_learning_rate
-from .trainer import JsonlLoggerCallback, VaswaniTrainer
+from .trainer import JsonlLoggerCallback, NonFiniteLossError, VaswaniTrainer
 
 __all__ = [
     "DEFAULT_CONFIG",
+    "DamagedCheckpointError",
     "IncompleteCheckpointWarning",
     "JsonlLoggerCallback",
+    "NonFiniteLossError",
     "SAMPLING_STRATEGIES",
     "TokenBatchSampler",
     "VaswaniTrainer",

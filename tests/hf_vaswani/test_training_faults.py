@@ -319,3 +319,126 @@ def test_sigkill_during_the_final_averaging_leaves_no_partial_averaged_model(tmp
     assert json.loads((averaged / "averaged_from.json").read_text())["checkpoints"] == last_two
     assert (averaged / "model.safetensors").is_file() and (averaged / "tokenizer.json").is_file()
     AutoModelForSeq2SeqLM.from_pretrained(averaged)
+
+
+# ------------------------------------------------------------------------------------------- damaged checkpoints
+
+
+def _damage(checkpoint: Path, how: str) -> None:
+    from safetensors.torch import load_file, save_file
+
+    if how == "state-list":
+        (checkpoint / "trainer_state.json").write_text("[]")
+    elif how == "state-lacks-fields":
+        (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": 12}))
+    elif how == "scheduler-list":
+        torch.save([1, 2, 3], checkpoint / "scheduler.pt")
+    elif how == "scheduler-other-dict":
+        torch.save({"x": 1}, checkpoint / "scheduler.pt")
+    elif how == "rng-wrong-types":
+        torch.save({"python": 1, "numpy": "x", "cpu": torch.zeros(3)}, checkpoint / "rng_state.pth")
+    elif how == "rng-list":
+        torch.save([1], checkpoint / "rng_state.pth")
+    elif how == "epoch-rng-list":
+        torch.save([1], checkpoint / "epoch_rng_state.pth")
+    elif how == "optimizer-other-shapes":
+        state = torch.load(checkpoint / "optimizer.pt", weights_only=True)
+        state["state"][0]["exp_avg"] = torch.zeros(3, 3)
+        torch.save(state, checkpoint / "optimizer.pt")
+    elif how == "weights-nan":
+        weights = load_file(str(checkpoint / "model.safetensors"))
+        weights["model.encoder.layers.0.ffn.fc1.weight"][0, 0] = float("nan")
+        save_file(weights, str(checkpoint / "model.safetensors"), metadata={"format": "pt"})
+    elif how == "no-optimizer":
+        (checkpoint / "optimizer.pt").unlink()
+
+
+DAMAGE = {
+    "state-list": "trainer_state.json is a JSON list, not an object of Trainer's state",
+    "state-lacks-fields": "trainer_state.json lacks max_steps (an integer >= 0)",
+    "scheduler-list": "scheduler.pt holds a list, not a learning-rate scheduler's state",
+    "scheduler-other-dict": "scheduler.pt lacks last_epoch",
+    "rng-wrong-types": "rng_state.pth holds RNG states of the wrong type",
+    "rng-list": "rng_state.pth holds a list, not a dict of RNG states",
+    "epoch-rng-list": "epoch_rng_state.pth holds a list",
+    "optimizer-other-shapes": "optimizer.pt holds exp_avg of shape [3, 3] for a parameter of shape",
+    "weights-nan": "model.safetensors holds non-finite values (NaN or inf) in model.encoder.layers.0.ffn.fc1.weight",
+    "no-optimizer": "optimizer.pt is missing (resuming without it starts Adam again from zero moments",
+}
+
+
+def _resume_args(fault_root: Path, out: Path, *extra: str) -> list[str]:
+    args = ["train", str(fault_root / "tiny.yaml"), "--set", f"data.path={fault_root / 'pairs.tsv'}"]
+    args += ["--set", f"training.output_dir={out}", "--set", "training.max_steps=14", "--set", "training.save_steps=6"]
+    return [*args, *extra]
+
+
+@pytest.mark.parametrize("how", list(DAMAGE))
+def test_resume_names_the_damaged_file_and_offers_the_previous_checkpoint(run_copy, fault_root, how, capsys):
+    _damage(run_copy / "checkpoint-12", how)
+    capsys.readouterr()
+    assert main(_resume_args(fault_root, run_copy)) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith("hf-vaswani train: error: ")]
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"hf-vaswani train: error: cannot resume from {run_copy / 'checkpoint-12'}: ")
+    assert DAMAGE[how] in lines[0], lines[0]
+    assert "resume from the previous one, checkpoint-6, with --resume-from-previous" in lines[0]
+    assert not (run_copy / "checkpoint-14").exists() and not (run_copy / "tmp-checkpoint-14").exists()
+
+
+@pytest.mark.parametrize("how", ["scheduler-list", "weights-nan"])
+def test_resume_from_previous_skips_the_damaged_checkpoint_and_says_so(run_copy, fault_root, how, capsys):
+    _damage(run_copy / "checkpoint-12", how)
+    capsys.readouterr()
+    assert main(_resume_args(fault_root, run_copy, "--resume-from-previous")) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out[captured.out.index('{\n  "output_dir"') :])
+    assert summary["resumed_from"] == str(run_copy / "checkpoint-6") and summary["global_step"] == 14
+    notes = [line for line in captured.err.splitlines() if "skipping the damaged" in line]
+    assert notes == [f"hf-vaswani train: warning: skipping the damaged checkpoint-12: {notes[0].split(': ', 3)[3]}"]
+    assert DAMAGE[how] in notes[0] and notes[0].endswith("resuming from checkpoint-6")
+    assert checkpoint_problem(run_copy / "checkpoint-12") is None  # written again, whole, when step 12 came
+
+
+def test_resume_without_optimizer_needs_fresh_optimizer_and_keeps_the_schedule(
+    run_copy, tiny_run_out, fault_root, tmp_path, capfd, caplog
+):
+    # An unbroken resume, for the schedule to compare with; it must not warn about the tied weights (the
+    # decoder's embedding and the output projection are the encoder's embedding, saved once).
+    reference = tmp_path / "reference"
+    shutil.copytree(tiny_run_out, reference)
+    capfd.readouterr()
+    assert main(_resume_args(fault_root, reference)) == 0
+    err = capfd.readouterr().err
+    assert "missing keys" not in err and not [r for r in caplog.records if "missing keys" in r.getMessage()]
+    assert "resuming from" in err
+
+    _damage(run_copy / "checkpoint-12", "no-optimizer")
+    assert main(_resume_args(fault_root, run_copy, "--fresh-optimizer")) == 0
+    err = capfd.readouterr().err
+    assert "hf-vaswani train: note: checkpoint-12 has no optimizer.pt: the optimizer starts again" in err
+    assert "missing keys" not in err
+
+    def learning_rates(out: Path) -> dict[int, float]:
+        records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+        return {r["step"]: r["learning_rate"] for r in records if "learning_rate" in r and r["step"] > 12}
+
+    # The schedule goes on from step 12 (a restarted one would warm up again from a third of the peak).
+    assert learning_rates(run_copy) == pytest.approx(learning_rates(reference))
+    assert sorted(learning_rates(run_copy)) == [13, 14]
+
+
+def test_a_damaged_checkpoint_in_a_real_process_is_one_line(run_copy, fault_root):
+    _damage(run_copy / "checkpoint-12", "state-list")
+    result = subprocess.run(
+        [*_hf_vaswani(), *_resume_args(fault_root, run_copy)],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("hf-vaswani train: error: ")]
+    assert len(errors) == 1 and DAMAGE["state-list"] in errors[0], result.stderr[-2000:]
