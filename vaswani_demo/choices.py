@@ -2,8 +2,9 @@
 
 The layer and head dropdowns, the beam and length sliders, the ablation panel's heads and the page's limits all come
 from the model's configuration (its decoder layers and heads, `config.alignment`, its generation config and position
-limit). `DemoChoices.from_model` reads them once; the page (`vaswani_demo.layout`) and the input rules
-(`vaswani_demo.checks`) read this frozen value and never go back to the model.
+limit). `DemoChoices.from_model` reads them once, the controls' labels in every language of the page included; the
+page (`vaswani_demo.layout`) and the input rules (`vaswani_demo.checks`) read this frozen value and never go back to
+the model.
 """
 
 from __future__ import annotations
@@ -20,12 +21,15 @@ from vaswani_inspect.record import check_alignment
 
 from .figures import settings_text
 from .settings import HEAD_LABEL, MAX_BEAMS, MEAN, MODEL_ALIGNER
-from .texts import DEFAULT_LANGUAGE, message
+from .texts import DEFAULT_LANGUAGE, LANGUAGES, message
 
 __all__ = ["DemoChoices", "head_value"]
 
 #: The longest source a model without a position limit of its own is given, in tokens.
 _FALLBACK_MAX_TOKENS = 512
+
+#: A control's choices: (label, value) pairs, in the order shown.
+Options = tuple[tuple[str, str], ...]
 
 
 def head_value(heads: list[int] | str) -> str:
@@ -48,6 +52,10 @@ class DemoChoices:
             `MAX_BEAMS`, the shared `MAX_NUM_BEAMS` and what the model can generate
             (`hf_vaswani.limits.generation_limits`).
         default_beams, default_max_new_tokens: the decoding options' defaults (the model's generation config).
+        layer_options, head_options: ``{language: ((label, value), ...)}`` of the layer and head controls
+            (`layer_choices`, `head_choices`).
+        defaults: the layer, head and shift controls' starting values (`default_choices`).
+        ablation_labels: ``{kind: ("L0 H0", "L0 H1", ...)}``, the ablation panel's heads (`head_labels`).
     """
 
     model_name: str
@@ -60,6 +68,10 @@ class DemoChoices:
     max_new_tokens_limit: int
     default_beams: int
     default_max_new_tokens: int
+    layer_options: Mapping[str, Options]
+    head_options: Mapping[str, Options]
+    defaults: Mapping[str, Any]
+    ablation_labels: Mapping[str, tuple[str, ...]]
 
     @classmethod
     def from_model(cls, model: Any, tokenizer: Any, model_name: str = "") -> DemoChoices:
@@ -81,53 +93,72 @@ class DemoChoices:
             new_tokens = int(generation.max_length) - 1  # the decoder start token counts in max_length
         # Checked against the model's layers and heads here, where it is read, as extract() does for records.
         alignment = check_alignment(model_alignment(config)) or dict(DEFAULT_ALIGNMENT)
+        layers, heads = int(config.decoder_layers), int(config.decoder_attention_heads)
+        counts = head_counts(model)
         return cls(
             model_name=model_name or str(getattr(config, "_name_or_path", "") or type(model).__name__),
             max_tokens=max_tokens,
-            decoder_layers=int(config.decoder_layers),
-            decoder_heads=int(config.decoder_attention_heads),
+            decoder_layers=layers,
+            decoder_heads=heads,
             alignment_config=MappingProxyType(alignment),
-            heads=MappingProxyType(head_counts(model)),
+            heads=MappingProxyType(counts),
             max_beams=max_beams,
             max_new_tokens_limit=max_new_tokens_limit,
             default_beams=max(1, min(max_beams, int(getattr(generation, "num_beams", None) or 1))),
             default_max_new_tokens=max(1, min(int(new_tokens or 64), max_new_tokens_limit)),
+            layer_options=MappingProxyType({lang: _layer_options(layers, alignment, lang) for lang in LANGUAGES}),
+            head_options=MappingProxyType({lang: _head_options(heads, alignment, lang) for lang in LANGUAGES}),
+            defaults=MappingProxyType(_defaults(alignment)),
+            ablation_labels=MappingProxyType({kind: _labels(*counted) for kind, counted in counts.items()}),
         )
 
     def layer_choices(self, language: str = DEFAULT_LANGUAGE) -> list[tuple[str, str]]:
         """(label, value) of the decoder layer control, labels in `language`: the model's aligner when it averages
         several readings (value "model"), the average of all layers, then each layer."""
-        layers = [(message(language, "layer.one", layer=i), str(i)) for i in range(self.decoder_layers)]
-        choices = [(message(language, "layer.mean"), MEAN), *layers]
-        if self.alignment_config.get("average_with"):
-            described = settings_text(self.alignment_config, language)
-            choices.insert(0, (message(language, "layer.model", settings=described), MODEL_ALIGNER))
-        return choices
+        return list(self.layer_options.get(language) or self.layer_options[DEFAULT_LANGUAGE])
 
     def head_choices(self, language: str = DEFAULT_LANGUAGE) -> list[tuple[str, str]]:
         """(label, value) of the head control, labels in `language`: the average of all heads, each head, and the
         model's configured heads when it averages several ("heads 1, 3", value "1,3")."""
-        heads = [(message(language, "head.one", head=i), str(i)) for i in range(self.decoder_heads)]
-        choices = [(message(language, "head.mean"), MEAN), *heads]
-        configured = self.alignment_config["heads"]
-        if configured != "all" and len(configured) > 1:
-            listed = ", ".join(str(head) for head in configured)
-            choices.append((message(language, "head.several", heads=listed), head_value(configured)))
-        return choices
+        return list(self.head_options.get(language) or self.head_options[DEFAULT_LANGUAGE])
 
     def default_choices(self) -> dict[str, Any]:
         """The controls' starting values, from the model's alignment configuration: layer (the model's aligner when
         it averages several readings), head, shift."""
-        layer = self.alignment_config["layer"]
-        if self.alignment_config.get("average_with"):
-            layer = MODEL_ALIGNER
-        return {
-            "layer": layer if layer in (MEAN, MODEL_ALIGNER) else str(layer),
-            "head": head_value(self.alignment_config["heads"]),
-            "shift": bool(self.alignment_config["shift"]),
-        }
+        return dict(self.defaults)
 
     def head_labels(self, kind: str) -> list[str]:
         """The heads of one attention kind as the ablation panel names them: ``"L0 H0"``, ``"L0 H1"``, ..."""
-        layers, heads = self.heads[kind]
-        return [HEAD_LABEL.format(layer=layer, head=head) for layer in range(layers) for head in range(heads)]
+        return list(self.ablation_labels[kind])
+
+
+def _layer_options(layers: int, alignment: Mapping[str, Any], language: str) -> Options:
+    each = [(message(language, "layer.one", layer=i), str(i)) for i in range(layers)]
+    options = [(message(language, "layer.mean"), MEAN), *each]
+    if alignment.get("average_with"):
+        described = settings_text(alignment, language)
+        options.insert(0, (message(language, "layer.model", settings=described), MODEL_ALIGNER))
+    return tuple(options)
+
+
+def _head_options(heads: int, alignment: Mapping[str, Any], language: str) -> Options:
+    each = [(message(language, "head.one", head=i), str(i)) for i in range(heads)]
+    options = [(message(language, "head.mean"), MEAN), *each]
+    configured = alignment["heads"]
+    if configured != "all" and len(configured) > 1:
+        listed = ", ".join(str(head) for head in configured)
+        options.append((message(language, "head.several", heads=listed), head_value(configured)))
+    return tuple(options)
+
+
+def _defaults(alignment: Mapping[str, Any]) -> dict[str, Any]:
+    layer = MODEL_ALIGNER if alignment.get("average_with") else alignment["layer"]
+    return {
+        "layer": layer if layer in (MEAN, MODEL_ALIGNER) else str(layer),
+        "head": head_value(alignment["heads"]),
+        "shift": bool(alignment["shift"]),
+    }
+
+
+def _labels(layers: int, heads: int) -> tuple[str, ...]:
+    return tuple(HEAD_LABEL.format(layer=layer, head=head) for layer in range(layers) for head in range(heads))

@@ -18,7 +18,7 @@ from .choices import DemoChoices
 from .drawing import pair_headers
 from .embed import placeholder_html
 from .settings import EXAMPLES, KINDS, MAX_CHARS, STATE_TTL_SECONDS, UNITS, VIEWS
-from .texts import LANGUAGES, page_texts
+from .texts import DEFAULT_LANGUAGE, LANGUAGES, page_texts
 from .texts import choices as fixed_choices
 
 __all__ = ["DemoLayout", "build_layout", "page_i18n", "page_translations"]
@@ -37,8 +37,8 @@ def page_translations(choices: DemoChoices) -> dict[str, dict[str, str]]:
         named = translations[language]
         for control in _CHOICE_CONTROLS:
             named.update({f"choice.{control}.{value}": label for label, value in fixed_choices(language, control)})
-        named.update({f"choice.layer.{value}": label for label, value in choices.layer_choices(language)})
-        named.update({f"choice.head.{value}": label for label, value in choices.head_choices(language)})
+        named.update({f"choice.layer.{value}": label for label, value in choices.layer_options[language]})
+        named.update({f"choice.head.{value}": label for label, value in choices.head_options[language]})
     return translations
 
 
@@ -170,9 +170,9 @@ def _translation_outputs(i18n: gr.I18n) -> dict[str, gr.components.Component]:
 
 def _alignment_section(choices: DemoChoices, i18n: gr.I18n) -> dict[str, gr.components.Component]:
     gr.Markdown(i18n("alignment.intro"))
-    defaults = choices.default_choices()
-    layers = [value for _, value in choices.layer_choices()]
-    heads = [value for _, value in choices.head_choices()]
+    defaults = choices.defaults
+    layers = [value for _, value in choices.layer_options[DEFAULT_LANGUAGE]]
+    heads = [value for _, value in choices.head_options[DEFAULT_LANGUAGE]]
     with gr.Row():
         layer = gr.Dropdown(
             _choices(i18n, "layer", layers), value=defaults["layer"], label=i18n("layer.label"), elem_id="layer"
@@ -213,7 +213,10 @@ def _ablation_section(choices: DemoChoices, i18n: gr.I18n) -> dict[str, gr.compo
     with gr.Row():
         groups = {
             f"ablate_{kind}": gr.CheckboxGroup(
-                choices.head_labels(kind), value=[], label=i18n(f"ablate.{kind}.label"), elem_id=f"ablate-{kind}"
+                list(choices.ablation_labels[kind]),
+                value=[],
+                label=i18n(f"ablate.{kind}.label"),
+                elem_id=f"ablate-{kind}",
             )
             for kind in KINDS
         }
