@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import torch
 
 from .limits import GenerationLimits, check_generation_settings, generation_limits  # (re-exported here)
+from .model_checks import check_model, reports_silenced
 from .paths import DEFAULT_MODEL, default_model_path, looks_like_local_path  # (the first two re-exported here)
 from .source_checks import (  # checked_sources and fitted_sources are used here, the others re-exported
     MAX_UNKNOWN_SHARE,
@@ -125,6 +126,9 @@ def load_translator(
         ValueError: if the model or its tokenizer cannot be loaded from it (damaged or foreign files, a pickled
             checkpoint that ``torch.load(weights_only=True)`` refuses), or `device` is not a device this machine
             has (`resolve_device`).
+        BrokenModelError: (a ValueError) the folder loads but not as a working model: tensors missing, unexpected
+            or of the wrong shape, NaN or infinite weights, special-token ids outside the vocabulary, another
+            model's tokenizer (`hf_vaswani.model_checks.check_model`). ``from_pretrained`` itself only reports these.
     """
     from pickle import UnpicklingError
 
@@ -146,10 +150,14 @@ def load_translator(
         kwargs["dtype"] = getattr(torch, dtype)
     try:
         tokenizer = AutoTokenizer.from_pretrained(name)
-        loaded = AutoModelForSeq2SeqLM.from_pretrained(name, **kwargs)
+        with reports_silenced():  # check_model says what the report would
+            loaded, loading_info = AutoModelForSeq2SeqLM.from_pretrained(name, output_loading_info=True, **kwargs)
     except (SafetensorError, UnpicklingError, RuntimeError, KeyError, ValueError, OSError) as error:
         # A damaged or foreign folder: say which one, in one line (HF_VASWANI_TRACEBACK=1 shows the cause).
         raise ValueError(f"Cannot load the model at {name!r}: {describe_load_error(error)}") from error
+    # What transformers only reports (a tensor initialised at random, NaN weights, another model's tokenizer)
+    # would translate to garbage with exit code 0: refuse it here, where every command and the demo load.
+    check_model(loaded, tokenizer, loading_info=loading_info, source=name)
     loaded.to(target).eval()
     return loaded, tokenizer
 

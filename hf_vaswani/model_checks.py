@@ -10,14 +10,15 @@ keeps transformers' behaviour and can call `check_model` (or `model_problems`) t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import torch
 
 from .languages import LANGUAGE_TOKENS
 
-__all__ = ["BrokenModelError", "check_model", "model_problems"]
+__all__ = ["BrokenModelError", "check_model", "model_problems", "reports_silenced"]
 
 #: The config fields that hold token ids; each must be None or an id inside the vocabulary.
 TOKEN_ID_FIELDS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "forced_eos_token_id")
@@ -131,3 +132,17 @@ def _tied_names(model: Any) -> set[str]:
 def _listed(names: list[str]) -> str:
     more = f" and {len(names) - _LISTED} more" if len(names) > _LISTED else ""
     return ", ".join(names[:_LISTED]) + more
+
+
+@contextlib.contextmanager
+def reports_silenced() -> Iterator[None]:
+    """Hold back transformers' warnings (its "LOAD REPORT" of missing tensors among them) while loading a model
+    that `check_model` then checks: the problem comes back as one error instead of a table and a traceback."""
+    from transformers.utils import logging
+
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(verbosity)

@@ -179,11 +179,11 @@ class OutputPlan:
 
     def check(self) -> None:
         """Raise `ValueError` / `OSError` naming the path when an output cannot be written as planned."""
-        for output in self.outputs:
-            self._check_against_inputs(output)
         for index, output in enumerate(self.outputs):
             for other in self.outputs[:index]:
                 self._check_pair(other, output)
+        for output in self.outputs:
+            self._check_against_inputs(output)
         for output in self.outputs:
             try:
                 (_check_folder if output.is_folder else _check_file)(output)

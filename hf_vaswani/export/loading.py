@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from ..model_checks import check_model
+from ..model_checks import check_model, reports_silenced
 from ..modeling_vaswani import VaswaniForConditionalGeneration
 
 __all__ = ["ExportError", "ExportSource", "export_plan", "load_for_export", "source_folder"]
@@ -115,6 +115,7 @@ def _from_pretrained(auto_class: Any, name: str) -> tuple[Any, dict[str, Any]]:
     from ..inference import describe_load_error
 
     try:
-        return auto_class.from_pretrained(name, dtype=torch.float32, output_loading_info=True)
+        with reports_silenced():  # check_model says what the report would
+            return auto_class.from_pretrained(name, dtype=torch.float32, output_loading_info=True)
     except (SafetensorError, UnpicklingError, RuntimeError, KeyError, OSError) as error:
         raise ValueError(f"Cannot load the model at {name!r}: {describe_load_error(error)}") from error
