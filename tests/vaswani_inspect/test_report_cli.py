@@ -413,6 +413,7 @@ ALIGN_EVAL_ERRORS = {
     "direction": (["--direction", "fr-en"], {}, "Unknown translation direction 'fr-en'"),
     "device": (["--device", "bogus"], {}, "Unknown device 'bogus'"),
     "threshold": (["--threshold", "0"], {}, "argument --threshold: expected a weight above 0 and at most 1"),
+    "threshold-without-its-method": (["--threshold", "0.3"], {}, "--threshold is read by --method threshold only"),
     "top": (["--top", "0"], {}, "argument --top: expected a positive integer"),
     "gold-not-utf8": ([], {"gold.txt": b"0-0\n1-1 \xff\n"}, "gold.txt' is not valid UTF-8 at line 2"),
     "source-not-utf8": ([], {"es.txt": b"el ni\xf1o\nla casa roja?\n"}, "es.txt' is not valid UTF-8 at line 1"),

@@ -53,8 +53,7 @@ def _add_align_eval(subparsers: Any) -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--threshold",
         type=_weight,
-        default=0.5,
-        help="with --method threshold: the weight a link needs, above 0 and at most 1 (default: 0.5)",
+        help="with --method threshold (only): the weight a link needs, above 0 and at most 1 (default: 0.5)",
     )
     evaluate.add_argument(
         "--skip-punctuation", action="store_true", help="leave links touching punctuation words out of the scores"
@@ -102,6 +101,9 @@ def run_align_eval(args: argparse.Namespace) -> int:
     )
     from ..extract import extract
 
+    if args.threshold is not None and args.method != "threshold":  # argmax reads no weights: it would be ignored
+        raise ValueError(f"--threshold is read by --method threshold only, not by --method {args.method}.")
+    threshold = 0.5 if args.threshold is None else args.threshold
     direction_to_languages(args.direction)
     check_device(args.device)
     plan = OutputPlan(inputs=[args.gold, args.source_file, args.target_file, *local_model(args)])
@@ -126,7 +128,7 @@ def run_align_eval(args: argparse.Namespace) -> int:
         records,
         gold,
         method=args.method,
-        threshold=args.threshold,
+        threshold=threshold,
         skip_punctuation=args.skip_punctuation,
         pairs_of_best=args.pairs_of_best,
     )
