@@ -227,20 +227,27 @@ class OnnxGreedyTranslator:
         self, input_ids: np.ndarray, attention_mask: np.ndarray, max_new_tokens: int | None = None
     ) -> np.ndarray:
         """Greedy decoding as `generate(num_beams=1, do_sample=False)`: the decoder start token, then the argmax
-        at each step; a finished sentence is padded with the pad token. Shape (batch, 1 + steps)."""
-        config = self.config
+        at each step; a finished sentence is padded with the pad token. Shape (batch, 1 + steps). Without
+        `max_new_tokens`, the length limit is the generation config's, as `generate()` reads it (`max_new_tokens`,
+        else `max_length` counting the decoder start token), within the model's positions."""
+        config, generation = self.config, self.generation_config
         if max_new_tokens is None:
-            max_new_tokens = max(1, (self.generation_config.max_length or 21) - 1)
+            max_new_tokens = generation.max_new_tokens
+        if max_new_tokens is None:
+            max_new_tokens = max(1, (generation.max_length or 20) - 1)
         max_new_tokens = min(max_new_tokens, config.max_position_embeddings - 1)
-        eos = set(config.eos_token_id if isinstance(config.eos_token_id, list) else [config.eos_token_id])
+        eos_ids = _first_set(generation.eos_token_id, config.eos_token_id)
+        eos = list(eos_ids if isinstance(eos_ids, list) else [eos_ids])
+        pad_id = _first_set(generation.pad_token_id, config.pad_token_id)
+        start_id = _first_set(generation.decoder_start_token_id, config.decoder_start_token_id)
         hidden = self.encode(input_ids, attention_mask)
-        tokens = np.full((input_ids.shape[0], 1), config.decoder_start_token_id, dtype=np.int64)
+        tokens = np.full((input_ids.shape[0], 1), start_id, dtype=np.int64)
         finished = np.zeros(input_ids.shape[0], dtype=bool)
         for _ in range(max_new_tokens):
             following = self.decode(tokens, hidden, attention_mask)[:, -1].argmax(-1)
-            following = np.where(finished, config.pad_token_id, following)
+            following = np.where(finished, pad_id, following)
             tokens = np.concatenate([tokens, following[:, None]], axis=1)
-            finished |= np.isin(following, list(eos))
+            finished |= np.isin(following, eos)
             if finished.all():
                 break
         return tokens
@@ -273,3 +280,8 @@ class OnnxGreedyTranslator:
             output = self.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens)
             results += [text.strip() for text in self.tokenizer.batch_decode(output, skip_special_tokens=True)]
         return results
+
+
+def _first_set(*values: Any) -> Any:
+    """The first value that is not None (the generation config's, then the model config's), as generate() reads."""
+    return next((value for value in values if value is not None), None)
