@@ -3,11 +3,14 @@
 
 The app is a `DemoBlocks`, a ``gr.Blocks`` that carries its own `gr.I18n` (launched with it, whoever launches it),
 documents its API in English, prunes the files Gradio caches for it, and closes the backend it loaded when it
-closes.
+closes. Every launch installs `vaswani_demo.security.RequestGuard` (only the demo's own host names are answered, no
+upload route) and keeps at most `MAX_SESSIONS` sessions' state; a call to an endpoint with the wrong number of
+values is answered with the demo's sentence (`api.values`), not Gradio's traceback.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from typing import Any
@@ -16,10 +19,18 @@ import gradio as gr
 from gradio.i18n import I18nData
 
 from .backend import DemoBackend
-from .events import wire_events
+from .events import request_language, wire_events
 from .layout import build_layout, page_i18n
-from .settings import APP_CSS, CACHE_PRUNE_SECONDS, DEFAULT_CONCURRENCY_LIMIT, DEFAULT_MAX_QUEUE, FILE_TTL_SECONDS
-from .texts import DEFAULT_LANGUAGE, LANGUAGES, PAGE
+from .security import guard_middleware, needs_uploads, served_host_names
+from .settings import (
+    APP_CSS,
+    CACHE_PRUNE_SECONDS,
+    DEFAULT_CONCURRENCY_LIMIT,
+    DEFAULT_MAX_QUEUE,
+    FILE_TTL_SECONDS,
+    MAX_SESSIONS,
+)
+from .texts import DEFAULT_LANGUAGE, LANGUAGES, PAGE, message
 
 __all__ = ["DemoBlocks", "build_app", "launch_app"]
 
@@ -46,6 +57,19 @@ def _in_english(value: Any, english: dict[str, str]) -> Any:
     return value
 
 
+def _public(fn: Any) -> bool:
+    """Whether the event `fn` (a Gradio ``BlockFunction``) is one of the API's documented endpoints."""
+    return getattr(fn, "api_visibility", "public") == "public"
+
+
+def _parameter_names(fn: Any) -> list[str]:
+    """The names of the values the API documents for the event `fn`: its function's parameters but the states."""
+    parameters = [name for name in inspect.signature(fn.fn).parameters if name != "request"]
+    if len(parameters) < len(fn.inputs):
+        parameters = [f"value {index}" for index in range(len(fn.inputs))]
+    return [name for name, block in zip(parameters, fn.inputs) if not block.skip_api]
+
+
 class DemoBlocks(gr.Blocks):
     """The demo's ``gr.Blocks``: `i18n` (the page's texts) is passed to every `launch`, the API description is in
     English (Gradio would show the i18n keys of the labels), and `close` also closes `owned_backend`.
@@ -63,7 +87,39 @@ class DemoBlocks(gr.Blocks):
     def launch(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("i18n", self.demo_i18n)
         kwargs.setdefault("js", _TITLE_JS)
+        # Gradio keeps every session's copy of the page's config (and its record) for up to 10,000 sessions.
+        kwargs.setdefault("state_session_capacity", MAX_SESSIONS)
+        address = kwargs.get("server_name") or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1"
+        uploads = needs_uploads(block for fn in self.fns.values() for block in fn.inputs)
+
+        def allowed_hosts() -> frozenset[str] | None:
+            # Read per request: the bound address and the share link's host are known only once the server runs.
+            bound = getattr(self, "server_name", None) or address
+            return served_host_names(bound, getattr(self, "share_url", None))
+
+        app_kwargs = dict(kwargs.get("app_kwargs") or {})
+        guard = guard_middleware(allowed_hosts, lambda: uploads)
+        app_kwargs["middleware"] = [*app_kwargs.get("middleware", ()), guard]
+        kwargs["app_kwargs"] = app_kwargs
         return super().launch(*args, **kwargs)
+
+    async def process_api(self, block_fn: Any, inputs: list[Any], *args: Any, **kwargs: Any) -> dict[str, Any]:
+        fn = self.fns[block_fn] if isinstance(block_fn, int) else block_fn
+        documented = [block for block in fn.inputs if not block.skip_api]  # the API documents no gr.State
+        if fn.fn is not None and fn.api_name and len(inputs) != len(fn.inputs):
+            if len(inputs) == len(documented):  # as the documented values (Gradio's /call does the same)
+                values = iter(inputs)
+                inputs = [None if block.skip_api else next(values) for block in fn.inputs]
+            elif len(inputs) < len(fn.inputs) or _public(fn):
+                # Gradio raises a bare ValueError for too few values (a traceback in the log, {"error": null} for
+                # the client) and ignores extra ones; the demo answers both with its sentence.
+                request = kwargs.get("request", args[1] if len(args) > 1 else None)
+                language = request_language(request[0] if isinstance(request, list) and request else request)
+                names = ", ".join(_parameter_names(fn)) or "-"
+                endpoint, wanted, got = f"/{fn.api_name}", len(documented), len(inputs)
+                told = message(language, "api.values", endpoint=endpoint, wanted=wanted, names=names, got=got)
+                raise gr.Error(told, print_exception=False)
+        return await super().process_api(block_fn, inputs, *args, **kwargs)
 
     def get_api_info(self, all_endpoints: bool = False, page: str | None = None) -> Any:
         info = super().get_api_info(all_endpoints=all_endpoints, page=page)

@@ -18,6 +18,7 @@ __all__ = [
     "KINDS",
     "MAX_BEAMS",
     "MAX_CHARS",
+    "MAX_SESSIONS",
     "MEAN",
     "MODEL_ALIGNER",
     "MODEL_ENV",
@@ -46,6 +47,11 @@ FILE_TTL_SECONDS = 3600
 CACHE_PRUNE_SECONDS = 600
 #: Records kept in gr.State are dropped after this many seconds without use.
 STATE_TTL_SECONDS = 3600
+#: Sessions whose state the server keeps (``launch(state_session_capacity=...)``); the oldest one goes first. Gradio
+#: keeps a copy of the page's config and the last record, about 0.5 MB, for each: this bounds the demo's memory
+#: to some 100 MB of sessions, whoever calls it, while a session that is still being looked at is rarely among
+#: the oldest of this many.
+MAX_SESSIONS = 200
 
 #: The course examples, each Spanish sentence next to its English counterpart: (text, direction).
 EXAMPLES: tuple[tuple[str, str], ...] = (

@@ -278,6 +278,10 @@ MESSAGES: dict[str, dict[str, str]] = {
             "There is no translation yet: call /translate first, with the same client (the figures and the record "
             "come from the last translation of its session)."
         ),
+        "api.values": (
+            "The endpoint {endpoint} takes {wanted} values ({names}), in this order, got {got}: send one for each "
+            "(null for its default)."
+        ),
         "view.title": "bertviz {view}: {kind}",
         "view.head": "head view",
         "view.model": "model view",
@@ -375,6 +379,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "api.first": (
             "Todavía no hay ninguna traducción: llama primero a /translate con el mismo cliente (las figuras y el "
             "registro salen de la última traducción de su sesión)."
+        ),
+        "api.values": (
+            "El punto de acceso {endpoint} recibe {wanted} valores ({names}), en este orden, y ha recibido {got}: "
+            "envía uno para cada uno (null para su valor por defecto)."
         ),
         "view.title": "bertviz, {view}: {kind}",
         "view.head": "vista de cabezas",
