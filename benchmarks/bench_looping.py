@@ -56,6 +56,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="torch",
         help="PyTorch generate() (the reference) or CTranslate2 int8 (the commands' default, ~5x faster)",
     )
+    parser.add_argument(
+        "--quantization", default="int8", help="CTranslate2's weights: int8 (default) or float32 (PyTorch's tokens)"
+    )
     parser.add_argument("--json", default="looping", help="results name: benchmarks/results/<name>.json")
     return parser.parse_args(argv)
 
@@ -79,7 +82,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     else:
         from hf_vaswani.backends import load_ctranslate2
 
-        model = load_ctranslate2(args.model)
+        model = load_ctranslate2(args.model, quantization=args.quantization)
         tokenizer = model.tokenizer
     original = model.generation_config.to_dict()
     sides = {
@@ -87,7 +90,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "en-es": ([p[0] for p in pairs], [p[1] for p in pairs]),
     }
     results: dict[str, Any] = {"machine": machine_info(), "pairs": str(args.pairs), "count": len(pairs)}
-    results.update(backend=args.backend, settings={})
+    results.update(backend=args.backend, quantization=args.quantization, settings={})
     for setting in args.settings:
         options = parse_setting(setting)
         model.generation_config.update(**original)

@@ -92,6 +92,9 @@ DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
         "num_beams": 4,  # written to the generation config of the trained model (sec. 6.1: beam 4)
         "length_penalty": 0.6,  # sec. 6.1: alpha = 0.6
         "max_new_tokens": 64,
+        # generation config: no token trigram twice in an output, the guard against decoding loops ("pulululu...")
+        # chosen on the validation split (benchmarks/bench_looping.py); 0 switches it off
+        "no_repeat_ngram_size": 3,
         "average_last": 5,  # average the last N checkpoints into output_dir/averaged (0 or 1: don't)
         "save_dtype": None,  # "bfloat16" / "float16": cast final/ and averaged/ for shipping
         "dataloader_num_workers": 0,
@@ -212,7 +215,7 @@ def _validate_training(training: dict[str, Any]) -> None:
         check(key, int_value, 1)
     for key in ("eval_batch_size", "eval_num_beams", "num_beams", "max_new_tokens"):
         check(key, int_value, 1)
-    for key in ("warmup_steps", "eval_steps", "seed", "average_last", "dataloader_num_workers"):
+    for key in ("warmup_steps", "eval_steps", "seed", "average_last", "dataloader_num_workers", "no_repeat_ngram_size"):
         check(key, int_value, 0)
     check("save_total_limit", int_value, 0, True)
     check("max_tokens_per_batch", int_value, 1, True)

@@ -182,6 +182,7 @@ def _generation_config(model_config: VaswaniConfig, training: Mapping[str, Any])
         num_beams=int(training["num_beams"]),
         length_penalty=float(training["length_penalty"]),
         max_new_tokens=int(training["max_new_tokens"]),
+        no_repeat_ngram_size=int(training["no_repeat_ngram_size"]),
         early_stopping=True,
         bos_token_id=model_config.bos_token_id,
         eos_token_id=model_config.eos_token_id,

@@ -1,6 +1,7 @@
-"""The CTranslate2 backend (`hf_vaswani.backends`): which backend runs, the export cached next to the model and made
-again when the model changes, and input checks shared with `hf_vaswani.inference.translate`. Tiny random models
-with the tiny tokenizer; what the backend translates is compared with PyTorch in tests/hf_vaswani/test_export.py."""
+"""The CTranslate2 backend (`hf_vaswani.backends`): which backend runs, the export kept in the user cache and made
+again when the model changes, the generation config's loop guard, and input checks shared with
+`hf_vaswani.inference.translate`. Tiny random models with the tiny tokenizer; what the backend translates is compared
+with PyTorch in tests/hf_vaswani/test_export.py."""
 
 from __future__ import annotations
 
@@ -92,3 +93,33 @@ def test_translate_with_ctranslate2_is_one_call(folder, tmp_path):
         folder, ["El gato negro duerme.", "Hola."], "es-en", quantization="float32", num_beams=2, max_new_tokens=4
     )
     assert len(translations) == 2 and all(isinstance(text, str) for text in translations)
+
+
+def _repeats_a_trigram(ids: list[int]) -> bool:
+    trigrams = [tuple(ids[i : i + 3]) for i in range(len(ids) - 2)]
+    return len(trigrams) != len(set(trigrams))
+
+
+def test_the_loop_guard_of_the_generation_config_holds_in_both_backends(folder, tmp_path, monkeypatch):
+    """A random model loops; with ``no_repeat_ngram_size=3`` in its generation config neither generate() nor
+    CTranslate2 writes a token trigram twice. (That float32 CTranslate2 then gives generate()'s tokens is checked on
+    the shipped checkpoint, whose config has the guard, in test_export.py: on a random model, near-ties between
+    beams fall either way.)"""
+    from transformers import AutoTokenizer, GenerationConfig
+
+    monkeypatch.setenv("HF_VASWANI_CACHE", str(tmp_path / "cache"))
+    model = VaswaniForConditionalGeneration.from_pretrained(folder).eval()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    sources = ["El gato negro duerme.", "¿Dónde está la estación?", "Hola."]
+    batch = tokenizer([f">>en<< {text}" for text in sources], return_tensors="pt", padding=True)
+    unguarded = model.generate(**batch, num_beams=2, max_new_tokens=24, early_stopping=True)
+    assert any(_repeats_a_trigram(row.tolist()) for row in unguarded)  # the test can fail
+
+    generation = GenerationConfig.from_pretrained(folder)
+    generation.update(no_repeat_ngram_size=3, num_beams=2, max_new_tokens=24, early_stopping=True)
+    generation.save_pretrained(folder)
+    guarded = model.generate(**batch, generation_config=GenerationConfig.from_pretrained(folder))
+    assert not any(_repeats_a_trigram([t for t in row.tolist() if t != tokenizer.pad_token_id]) for row in guarded)
+    translator = backends.load_ctranslate2(folder, quantization="float32", threads=1)
+    ids = translator.translate_ids(sources, "es-en")
+    assert len(ids) == 3 and not any(_repeats_a_trigram(row) for row in ids)

@@ -120,6 +120,7 @@ def test_train_reduces_loss_and_writes_checkpoints(tiny_run):
     assert not (out / "splits" / "noun_phrases.tsv").exists()  # data.noun_phrases is off by default
     generation = json.loads((out / "final" / "generation_config.json").read_text())
     assert generation["num_beams"] == 4 and generation["length_penalty"] == 0.6
+    assert generation["no_repeat_ngram_size"] == 3  # the loop guard
 
 
 def test_noun_phrases_are_mined_from_the_training_split_and_added(tiny_run, capsys):

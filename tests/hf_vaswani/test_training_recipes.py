@@ -69,6 +69,7 @@ BAD_VALUES = [
     ("data.validation_size=nan", "data.validation_size must be a number of pairs (int >= 0) or a fraction in [0, 1)"),
     ("training.learning_rate=.inf", "training.learning_rate must be a number > 0 or null, got inf"),
     ("training.adam_epsilon=0", "training.adam_epsilon must be a number > 0, got 0"),
+    ("training.no_repeat_ngram_size=-1", "training.no_repeat_ngram_size must be an integer >= 0, got -1"),
 ]
 
 
