@@ -140,7 +140,7 @@ def text_notes(tokenizer: Any, text: Any, direction: Any, max_tokens: int) -> li
     Raises:
         Refusal: no valid direction; not a string; empty or blank; longer than `MAX_CHARS` characters or
             `max_tokens` tokens (language token and ``</s>`` included); mostly characters the tokenizer does not
-            know (`hf_vaswani.source_checks.MAX_UNKNOWN_SHARE`).
+            know or of special tokens typed as text, ``<pad> <pad>`` (`hf_vaswani.source_checks.MAX_UNKNOWN_SHARE`).
     """
     if not isinstance(direction, str) or direction not in DIRECTIONS:
         raise Refusal("direction")
@@ -159,10 +159,22 @@ def text_notes(tokenizer: Any, text: Any, direction: Any, max_tokens: int) -> li
     found = unknown_characters(tokenizer, text)
     if not found.pieces:
         return []
-    pieces = " ".join(found.pieces[:_SHOWN_PIECES]) + (" ..." if len(found.pieces) > _SHOWN_PIECES else "")
+    # Special tokens typed as text (<pad>, </s>) count as unknown in the shared rule; they are told apart here.
+    special = set(getattr(found, "special", ()))
+    unknown = [piece for piece in found.pieces if piece not in special]
     if found.share > MAX_UNKNOWN_SHARE:
-        raise Refusal("text.unknown", shown=pieces)
-    return [("note.unknown.one" if len(found.pieces) == 1 else "note.unknown.many", {"shown": pieces})]
+        raise Refusal("text.unknown" if unknown else "text.special", shown=_pieces(found.pieces))
+    notes: list[Note] = []
+    if unknown:
+        notes.append(("note.unknown.one" if len(unknown) == 1 else "note.unknown.many", {"shown": _pieces(unknown)}))
+    if special:
+        notes.append(("note.special", {"shown": _pieces([piece for piece in found.pieces if piece in special])}))
+    return notes
+
+
+def _pieces(pieces: Sequence[str]) -> str:
+    """`pieces` as a message names them: the first few, separated by spaces."""
+    return " ".join(pieces[:_SHOWN_PIECES]) + (" ..." if len(pieces) > _SHOWN_PIECES else "")
 
 
 @dataclass(frozen=True)

@@ -264,6 +264,11 @@ MESSAGES: dict[str, dict[str, str]] = {
             "Translated {source} → {target} in {seconds} s (beam size {beams}; {source_tokens} source tokens, "
             "{output_tokens} output tokens)."
         ),
+        "text.special": (
+            "The text is made of the model's special tokens ({shown}): they mark the start, end or padding of a "
+            "sentence, they are not words, so there is nothing to translate. Type words in Spanish or English."
+        ),
+        "note.special": "{shown}: the model's special tokens, not words, read as markers.",
         "note.unknown.one": "The model has never seen {shown}: it read it as <unk>.",
         "note.unknown.many": "The model has never seen {shown}: it read them as <unk>.",
         "note.empty": "The model produced an empty translation.",
@@ -367,6 +372,12 @@ MESSAGES: dict[str, dict[str, str]] = {
             "Traducido del {source} al {target} en {seconds} s (tamaño del haz {beams}; {source_tokens} tokens de "
             "entrada, {output_tokens} tokens de salida)."
         ),
+        "text.special": (
+            "El texto está hecho de tokens especiales del modelo ({shown}): marcan el inicio, el final o el relleno "
+            "de una frase, no son palabras, así que no hay nada que traducir. Escribe palabras en español o en "
+            "inglés."
+        ),
+        "note.special": "{shown}: tokens especiales del modelo, no palabras, leídos como marcas.",
         "note.unknown.one": "El modelo nunca ha visto {shown}: lo leyó como <unk>.",
         "note.unknown.many": "El modelo nunca ha visto {shown}: los leyó como <unk>.",
         "note.empty": "El modelo produjo una traducción vacía.",

@@ -208,3 +208,24 @@ def test_fresh_sessions_beyond_the_cap_drop_the_oldest_records(backend, monkeypa
         assert _raw_call(port, "alignment", [None, None, None, "words", None, True], sessions[-1])[0] == "complete"
     finally:
         app.close()
+
+
+# ------------------------------------------------------------------------------------------ special tokens
+
+
+@pytest.mark.parametrize("text", ["<pad> <pad> <pad>", "</s>", "<s> </s> <pad>"])
+def test_text_made_of_special_tokens_is_refused_like_unknown_characters(served, backend, text: str):
+    """The shared rule (`hf_vaswani.source_checks.unknown_characters`) counts special tokens typed as text; the
+    demo says what they are, and the model does not run."""
+    _, port = served
+    runs = backend.runner.model_runs
+    event, payload = _raw_call(port, "translate", [text, "es-en", 1, 8, None, None])
+    translation, status, pairs, _ = json.loads(payload)
+    assert event == "complete" and translation == "" and not pairs["data"]
+    assert status.startswith("The text is made of the model's special tokens ("), status
+    assert backend.runner.model_runs == runs, "special tokens ran the model"
+
+
+def test_a_special_token_inside_words_is_noted(backend):
+    message, notes = backend.runner.check_text("el gato <pad> negro", "es-en")
+    assert message is None and notes == ["<pad>: the model's special tokens, not words, read as markers."]
