@@ -12,7 +12,9 @@ package, and reads the paper in it from top to bottom without following imports 
 """
 
 import math
+import os
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
@@ -380,6 +382,34 @@ class VaswaniPreTrainedModel(PreTrainedModel):
         elif isinstance(module, VaswaniForConditionalGeneration) and module.final_logits_bias is not None:
             init.zeros_(module.final_logits_bias)
 
+    def save_pretrained(self, save_directory: str | os.PathLike, *args: Any, **kwargs: Any) -> Any:
+        """`PreTrainedModel.save_pretrained`, and the saved folder serves the translation pipeline that config.json's
+        ``custom_pipelines`` names, as the shipped folder does (after `from_pretrained`, a PEFT merge, training).
+
+        transformers writes a model file's relative imports with it, into the folder (and into its module cache
+        when it loads remote code), so the import below puts ``pipeline_vaswani.py`` next to this file wherever the
+        model's code is written. When it is not (the class is registered for no auto class), the pipeline entry is
+        left out of the saved config.json rather than naming a file that is not there."""
+        from .pipeline_vaswani import VaswaniTranslationPipeline
+
+        ours = f"pipeline_vaswani.{VaswaniTranslationPipeline.__name__}"
+        pipelines = getattr(self.config, "custom_pipelines", None)
+        if type(self)._auto_class is not None or not isinstance(pipelines, dict):  # as transformers decides
+            return super().save_pretrained(save_directory, *args, **kwargs)
+        kept = {
+            task: entry
+            for task, entry in pipelines.items()
+            if not (isinstance(entry, dict) and entry.get("impl") == ours)
+        }
+        if kept:
+            self.config.custom_pipelines = kept
+        else:
+            del self.config.custom_pipelines
+        try:
+            return super().save_pretrained(save_directory, *args, **kwargs)
+        finally:
+            self.config.custom_pipelines = pipelines
+
     def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
         # `transformers` ties nothing when `tie_word_embeddings` is False, but here sharing the encoder and decoder
         # embeddings (`share_embeddings`) and tying the output projection are two separate choices.
@@ -582,6 +612,11 @@ class VaswaniModel(VaswaniPreTrainedModel):
     ) -> Seq2SeqModelOutput:
         r"""Encode the source (`input_ids`, `attention_mask`: 1 for tokens, 0 for padding) unless `encoder_outputs`
         is given, then decode `decoder_input_ids` (the targets shifted right behind `decoder_start_token_id`)."""
+        if (decoder_input_ids is None) == (decoder_inputs_embeds is None):  # checked before the encoder's work
+            raise ValueError(
+                "Pass exactly one of decoder_input_ids and decoder_inputs_embeds, or labels to "
+                "VaswaniForConditionalGeneration (which then feeds the decoder the labels shifted right)."
+            )
         if encoder_outputs is None:
             encoder_outputs = self.encoder(
                 input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds, **kwargs
