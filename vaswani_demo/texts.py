@@ -11,6 +11,8 @@ Two kinds of text:
 
 `CHOICES` names the values of the radio buttons and dropdowns in both languages. Nothing is imported here, so that
 the parts without Gradio (`checks`, `choices`, `runner`, `drawing`) can use it.
+
+Long because it is the demo's whole phrase book, one table per language, which must be read (and kept) side by side.
 """
 
 from __future__ import annotations
