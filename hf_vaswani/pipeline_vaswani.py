@@ -46,16 +46,23 @@ class VaswaniTranslationPipeline(Pipeline):
             raise ValueError(f"Say which language to translate into: tgt_lang={' or '.join(map(repr, languages))}.")
         if tgt_lang not in languages:
             raise ValueError(f"tgt_lang={tgt_lang!r} is not a language of this model: choose one of {languages}.")
-        if LANGUAGE_TOKEN.search(text):
+        found = LANGUAGE_TOKEN.search(text)
+        if found and found.group(1) not in languages:  # the tokenizer would split it into pieces read as words
             raise ValueError(
-                f"The text contains a language token ({LANGUAGE_TOKEN.search(text).group(0)}): pass tgt_lang."
+                f"The text contains {found.group(0)}, which is not a language token of this model (languages: "
+                f"{languages}): the target language is tgt_lang, not a token in the text."
             )
+        if found:
+            raise ValueError(f"The text contains a language token ({found.group(0)}): pass tgt_lang.")
         limit = getattr(self.model.config, "max_position_embeddings", None)
         inputs = self.tokenizer(
             f">>{tgt_lang}<< {text.strip()}", return_tensors="pt", truncation=limit is not None, max_length=limit
         )
         if _unknown_share(self.tokenizer, text) > 0.5:
-            message = f"Most of {text!r} is outside the model's vocabulary (<unk>): the translation means little."
+            message = (
+                f"Most of {text!r} is outside the model's vocabulary (<unk>) or special tokens: the translation "
+                "means little."
+            )
             warnings.warn(message, stacklevel=3)
         return inputs
 
@@ -68,10 +75,12 @@ class VaswaniTranslationPipeline(Pipeline):
 
 
 def _unknown_share(tokenizer: Any, text: str) -> float:
-    """The share of the text's non-space characters that the tokenizer can only map to its unknown token."""
+    """The share of the text's non-space characters that the tokenizer can only map to its unknown token or reads as
+    special tokens (``<pad> <pad>``, ``</s>``: markers, not words)."""
     encoded = tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)
     spans = zip(encoded["input_ids"], encoded["offset_mapping"], strict=True)
-    unknown = sum(len(text[start:end].strip()) for token, (start, end) in spans if token == tokenizer.unk_token_id)
+    unread = {tokenizer.unk_token_id, *tokenizer.all_special_ids}
+    unknown = sum(len(text[start:end].strip()) for token, (start, end) in spans if token in unread)
     return unknown / max(1, sum(not character.isspace() for character in text))
 
 

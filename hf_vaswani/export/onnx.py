@@ -262,11 +262,13 @@ class OnnxGreedyTranslator:
     ) -> list[str]:
         """Translate `sentences` greedily in `direction` (``"es-en"`` or ``"en-es"``)."""
         from ..languages import direction_to_languages, source_with_language
+        from ..source_checks import check_known_characters
 
         if self.tokenizer is None:
             raise ValueError("This translator has no tokenizer: pass token ids to generate() instead.")
         _, target_lang = direction_to_languages(direction)
         sources = [source_with_language(sentence, target_lang) for sentence in sentences]
+        check_known_characters(self.tokenizer, sentences, [f"sentence {i}" for i in range(1, len(sentences) + 1)])
         limit = min(self.config.max_position_embeddings, getattr(self.tokenizer, "model_max_length", 10**9))
         results = []
         for start in range(0, len(sources), batch_size):
