@@ -9,17 +9,20 @@ past the end of the translation.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from hf_vaswani.limits import check_generation_settings
 from hf_vaswani.paths import default_model_path, looks_like_local_path
+from hf_vaswani.source_checks import check_known_characters, check_language_tokens
 
 from .alignment.config import model_alignment
 from .record import AttentionRecord, check_alignment
@@ -75,8 +78,9 @@ def extract(
         (how `vaswani_inspect.align` reads its alignments by default).
 
     Raises:
-        ValueError: empty or whitespace-only text, too-long text (without `truncation`), a source/target count
-            mismatch, an unknown direction/language token.
+        ValueError: what the commands refuse (`hf_vaswani.source_checks`, `hf_vaswani.limits`: empty text, text
+            mostly of unknown characters or special tokens, a ``>>xx<<`` not of the model's languages, beams or
+            lengths it cannot generate), too-long text (without `truncation`), count mismatches, unknown direction.
         AttentionUnavailableError: the model returned no (or empty) attention weights.
         TypeError: `model` is not an encoder-decoder model.
     """
@@ -90,7 +94,7 @@ def extract(
     records: list[AttentionRecord] = []
     with _eval_mode(model), torch.inference_mode():
         if targets is None:
-            used_kwargs = _generate_settings(generate_kwargs, source_ids, max_positions)
+            used_kwargs = _generate_settings(model, generate_kwargs, source_ids, max_positions)
             decoder_ids = []
             for start in range(0, len(source_ids), batch_size):
                 decoder_ids += _generate(model, tokenizer, source_ids[start : start + batch_size], used_kwargs)
@@ -134,7 +138,7 @@ def _source_ids(
     """The token ids of each source, language token first, fitted to the model; warns about a source that names
     no target language when the vocabulary has language tokens."""
     language_token = _language_token(tokenizer, direction)
-    texts = [_prepare_source(text, i, language_token) for i, text in enumerate(sources)]
+    texts = [_prepare_source(tokenizer, text, i, language_token) for i, text in enumerate(sources)]
     eos = _eos_id(tokenizer, model)
     source_ids = [
         _fit(_encode(tokenizer, text, "source"), max_positions, truncation, f"source #{i}", eos)
@@ -160,6 +164,7 @@ def _target_ids(
     decoder_ids = []
     for i, text in enumerate(targets):
         _check_text(text, f"target #{i}")
+        check_known_characters(tokenizer, [text], [f"target #{i}"])  # "</s>" alone is no translation to inspect
         ids = _strip_leading_specials(tokenizer, _encode(tokenizer, text, f"target #{i}"))
         if not ids:
             raise ValueError(f"target #{i} ({text!r}) has no tokens besides special tokens.")
@@ -206,26 +211,17 @@ def load_model_and_tokenizer(path: str | Path | None = None, *, device: str | No
     return load_translator(path, device=device or "cpu")
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Helpers
-# ----------------------------------------------------------------------------------------------------------------
-
-
-class _eval_mode:
-    """Context manager: eval mode inside (no dropout on the weights), the previous mode restored afterwards."""
-
-    def __init__(self, model: torch.nn.Module):
-        self.model = model
-        self.was_training = bool(getattr(model, "training", False))
-
-    def __enter__(self) -> torch.nn.Module:
-        if self.was_training:  # (switching modes walks every submodule: skip it when already in eval mode)
-            self.model.eval()
-        return self.model
-
-    def __exit__(self, *exc: object) -> None:
-        if self.was_training:
-            self.model.train()
+@contextlib.contextmanager
+def _eval_mode(model: Any) -> Iterator[Any]:
+    """Eval mode inside (no dropout on the weights), the previous mode restored afterwards."""
+    was_training = bool(getattr(model, "training", False))
+    if was_training:  # (switching modes walks every submodule: skip it when already in eval mode)
+        model.eval()
+    try:
+        yield model
+    finally:
+        if was_training:
+            model.train()
 
 
 def _check_model(model: Any) -> Any:
@@ -272,11 +268,15 @@ def _vocab_has_language_tokens(tokenizer: Any) -> bool:
     return any(LANGUAGE_TOKEN.match(t) for t in getattr(tokenizer, "all_special_tokens", []))
 
 
-def _prepare_source(text: Any, index: int, language_token: str | None) -> str:
+def _prepare_source(tokenizer: Any, text: Any, index: int, language_token: str | None) -> str:
+    """The source as the model reads it, checked as the commands check theirs (`hf_vaswani.source_checks`)."""
     _check_text(text, f"source #{index}")
     text = text.strip()
-    first = text.split(maxsplit=1)[0]
-    leading = re.match(r"^>>[A-Za-z0-9_\-]+<<", first)
+    check_language_tokens(tokenizer, text, f"source #{index}")
+    leading = re.match(r"^>>[A-Za-z0-9_\-]+<<", text)
+    words = text[leading.end() :] if leading else text
+    if words.strip():
+        check_known_characters(tokenizer, [words], [f"source #{index}"])
     if language_token is None:
         return text
     if leading:
@@ -350,12 +350,14 @@ def _strip_leading_specials(tokenizer: Any, ids: list[int]) -> list[int]:
 
 
 def _generate_settings(
-    generate_kwargs: dict[str, Any] | None, source_ids: list[list[int]], max_positions: int | None
+    model: Any, generate_kwargs: dict[str, Any] | None, source_ids: list[list[int]], max_positions: int | None
 ) -> dict[str, Any]:
     settings = dict(generate_kwargs or {})
     for reserved in ("input_ids", "attention_mask", "inputs"):
         if reserved in settings:
             raise ValueError(f"generate_kwargs must not contain {reserved!r}: extract() builds it from the source.")
+    num_beams, max_new_tokens = settings.get("num_beams"), settings.get("max_new_tokens")
+    check_generation_settings(model, num_beams=num_beams, max_new_tokens=max_new_tokens)
     if "max_new_tokens" not in settings and "max_length" not in settings:
         wanted = max(len(ids) for ids in source_ids) + DEFAULT_EXTRA_NEW_TOKENS
         settings["max_new_tokens"] = wanted if max_positions is None else max(1, min(wanted, max_positions - 1))
