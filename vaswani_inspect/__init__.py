@@ -8,7 +8,9 @@ Extract every attention matrix of a translation (`extract`, an `AttentionRecord`
 `source_words`/`target_words`) and search the layer, heads and shift that align best (`search_alignments`),
 describe each head (`head_statistics`) and write it all to a folder (`write_report`). Attention weights are not an
 explanation; to see what a head does for the output, switch it off (`ablate_heads`) and measure every head's
-importance on sentence pairs (`head_importance`).
+importance on sentence pairs (`head_importance`). Which source words made the model write each target word, by
+attention, norms, gradients or value zeroing side by side: `attribute` (an `Attribution`; see
+`vaswani_inspect.attribution`).
 
 Those are the names this package exports; the rest is in its modules, one concept each: `record`, `extract`,
 `words`, `alignment` (links, gold files, AER, search, configuration), `heads`, `views`, `plots`, `report`,
@@ -29,6 +31,7 @@ from .dependencies import is_extra_module, missing_extra_error
 try:
     from .ablation import ablate_heads
     from .alignment import align, alignment_matrix, alignment_settings, search_alignments, source_words, target_words
+    from .attribution import Attribution, attribute
     from .extract import extract, load_model_and_tokenizer
     from .heads import head_statistics
     from .importance import head_importance
@@ -44,10 +47,12 @@ except ModuleNotFoundError as error:
 
 __all__ = [
     "AttentionRecord",
+    "Attribution",
     "ablate_heads",
     "align",
     "alignment_matrix",
     "alignment_settings",
+    "attribute",
     "extract",
     "head_importance",
     "head_statistics",

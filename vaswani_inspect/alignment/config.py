@@ -13,6 +13,12 @@ Left out (None), the layer, heads, shift and averaged readings of a call come fr
 `DEFAULT_ALIGNMENT`: the mean over all layers and heads, not shifted. A call that chooses a layer, heads or shift
 reads that one configuration alone (unless it also passes `average_with`).
 
+The model's aligner can also be an attribution method (`vaswani_inspect.attribution`): ``{"method": M}``,
+optionally with ``"threshold"`` (links are then every cell of the row-normalised matrix at least that high) and
+with the attention reading above kept beside it (what records carry and the attention-based methods read).
+`model_alignment` returns the attention reading alone, `model_aligner` the method; ``align-eval --method M
+--write-config`` writes it when the method beats the model's aligner.
+
 The model's configuration file is copied next to checkpoints for ``trust_remote_code`` users, who never read
 alignments: it keeps the field and leaves checking its content to this module.
 """
@@ -100,6 +106,11 @@ def check_model_alignment(alignment: Any, layers: int, heads: int) -> None:
     """
     if alignment is None:
         return
+    if isinstance(alignment, dict) and "method" in alignment:
+        _check_aligner(alignment)
+        alignment = attention_reading(alignment)
+        if alignment is None:
+            return
     problem = None
     if not isinstance(alignment, dict) or set(alignment) - {"average_with"} != _READING_KEYS:
         problem = "a dict with the keys layer, heads and shift (and optionally average_with)"
@@ -143,7 +154,62 @@ def model_alignment(config: Any) -> dict[str, Any] | None:
         layers = int(getattr(config, "decoder_layers", 0) or 0)
         heads = int(getattr(config, "decoder_attention_heads", 0) or 0)
         check_model_alignment(alignment, layers, heads)
-    return alignment
+    return attention_reading(alignment)
+
+
+# An aligner that is an attribution method: {"method": M} (optionally "threshold", and the attention reading the
+# attention-based methods read, as before). The attention reading alone stays the format records carry.
+_ALIGNER_KEYS = {"method", "threshold"}
+
+
+def attention_reading(alignment: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The attention reading of a configuration (``{"layer", "heads", "shift"}``, with ``"average_with"``) without
+    its aligner method: what records carry and `align` reads; None when the configuration names a method only."""
+    if alignment is None or not isinstance(alignment, dict) or "method" not in alignment:
+        return alignment
+    reading = {key: value for key, value in alignment.items() if key not in _ALIGNER_KEYS}
+    return reading or None
+
+
+#: The attribution methods an aligner can name: `vaswani_inspect.attribution.METHODS` (a test keeps them equal;
+#: written out because the attribution package reads this module).
+ALIGNER_METHODS = (
+    "attention",
+    "attention_norm",
+    "rollout",
+    "saliency",
+    "input_x_gradient",
+    "integrated_gradients",
+    "value_zeroing",
+)
+
+
+def _check_aligner(alignment: dict[str, Any]) -> None:
+    method, threshold = alignment["method"], alignment.get("threshold")
+    if method not in ALIGNER_METHODS:
+        raise ValueError(
+            "VaswaniConfig.alignment must name an attribution method among "
+            f"{', '.join(ALIGNER_METHODS)}, got {method!r}."
+        )
+    number = isinstance(threshold, (int, float)) and not isinstance(threshold, bool)
+    if "threshold" in alignment and not (number and 0 < threshold <= 1):
+        raise ValueError(f"VaswaniConfig.alignment's threshold must be above 0 and at most 1, got {threshold!r}.")
+
+
+def model_aligner(config: Any) -> dict[str, Any] | None:
+    """The attribution method a model aligns with, ``{"method": M}`` (with ``"threshold"`` when links are read by
+    one), when its ``config.alignment`` names one (``hf-vaswani align-eval --method M --write-config``); None when
+    it holds an attention reading only, or nothing (the aligner is then the attention reading,
+    `model_alignment`). `vaswani_inspect.attribution.evaluation.model_links` applies it.
+
+    Raises:
+        ValueError: an unknown method or a threshold outside (0, 1].
+    """
+    alignment = getattr(config, "alignment", None)
+    if not isinstance(alignment, dict) or "method" not in alignment:
+        return None
+    model_alignment(config)
+    return {key: alignment[key] for key in ("method", "threshold") if key in alignment}
 
 
 def read_model_config(model_dir: str | Path) -> tuple[Path, dict[str, Any]]:
@@ -194,8 +260,10 @@ __all__ = [
     "Heads",
     "Layer",
     "alignment_settings",
+    "attention_reading",
     "check_model_alignment",
     "describe_alignment",
+    "model_aligner",
     "model_alignment",
     "read_model_config",
     "write_alignment_config",

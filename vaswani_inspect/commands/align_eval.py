@@ -49,7 +49,14 @@ def _add_align_eval(subparsers: Any) -> argparse.ArgumentParser:
         choices=(0, 1),
         help="gold indices are 0- or 1-based (default: what the file declares, else 0)",
     )
-    evaluate.add_argument("--method", choices=("argmax", "threshold"), default="argmax")
+    evaluate.add_argument(
+        "--method",
+        choices=("argmax", "threshold", *_attribution_methods()),
+        default="argmax",
+        help="argmax (default) or threshold: how links are read off each attention reading searched; or an "
+        "attribution method (vaswani_inspect.attribution), scored as an aligner instead: argmax per target word and "
+        "each threshold tried, the best kept, against the model's own aligner on the same sentences",
+    )
     evaluate.add_argument(
         "--threshold",
         type=_weight,
@@ -124,6 +131,8 @@ def run_align_eval(args: argparse.Namespace) -> int:
         )
     model, tokenizer = load_model(args)
     records = extract(model, tokenizer, sources, targets, direction=args.direction, batch_size=args.batch_size)
+    if args.method in _attribution_methods():
+        return _score_attribution(args, model, tokenizer, records, gold, plan, json_path)
     search = search_alignments(  # which first checks every gold link against its sentence pair (check_gold)
         records,
         gold,
@@ -157,6 +166,55 @@ def _print_search(search: Any, sentences: int, top: int) -> None:
             f"{describe_alignment(row.config)}{marker}"
         )
     print(f"best: {json.dumps(search.best)} (AER {search.scores.aer:.3f})")
+
+
+def _attribution_methods() -> tuple[str, ...]:
+    from ..attribution import METHODS
+
+    return METHODS
+
+
+def _score_attribution(
+    args: argparse.Namespace, model: Any, tokenizer: Any, records: list, gold: list, plan: Any, json_path: Any
+) -> int:
+    """``--method M`` for an attribution method: M read as an aligner (argmax, then each threshold), beside the
+    model's own aligner on the same sentences; with ``--write-config``, M (and its threshold) is stored as the
+    model's aligner only when it has the lower AER."""
+    import json
+
+    from ..alignment import model_alignment, write_alignment_config
+    from ..alignment.config import model_aligner
+    from ..attribution.evaluation import best_reading, method_matrices, score_method
+
+    scores = score_method(
+        model, tokenizer, records, gold, args.method, skip_punctuation=args.skip_punctuation, progress=True
+    )
+    current = model_aligner(model.config) or {"method": "attention"}
+    matrices, _ = method_matrices(model, tokenizer, records, current["method"])
+    threshold = current.get("threshold")
+    own = best_reading(matrices, records, gold, [threshold] if threshold else None, args.skip_punctuation)
+    own = [reading for reading in own if reading.threshold == threshold][0]
+    print(f"{args.method} as an aligner on {len(records)} sentences ({scores.ms_per_sentence:.0f} ms a sentence):")
+    print("  AER  precision  recall  links")
+    for rank, reading in enumerate(scores.table[: args.top]):
+        marker = "  <- best" if rank == 0 else ""
+        s = reading.scores
+        print(f"{s.aer:.3f}      {s.precision:.3f}   {s.recall:.3f}  {reading.describe()}{marker}")
+    print(f"the model's aligner ({json.dumps(current)}): AER {own.scores.aer:.3f}")
+    wins = scores.best.scores.aer < own.scores.aer
+    if json_path is not None:
+        payload = {**scores.to_dict(), "model_aligner": {**current, **own.scores._asdict()}, "wins": wins}
+        with plan.writing() as staged:
+            staged(json_path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    if args.write_config is not None:
+        if wins:
+            aligner = {**(model_alignment(model.config) or {}), **scores.aligner}
+            path = write_alignment_config(args.write_config, aligner)
+            print(f"wrote alignment {json.dumps(aligner)} into {path}")
+        else:
+            config = args.write_config / "config.json"
+            print(f"{config} left as it is: {args.method} does not beat the model's aligner.")
+    return 0
 
 
 def _weight(text: str) -> float:

@@ -1,0 +1,254 @@
+"""``hf-vaswani explain``: which source words made the model write each target word, by one or more attribution
+methods side by side (`vaswani_inspect.attribution.attribute`), written as a report folder.
+
+    hf-vaswani explain "El banco cerró mis cuentas." --method attention --method integrated_gradients --out report/
+    hf-vaswani explain --pairs test.tsv --direction en-es --method saliency --out report/
+
+Each sentence gets a folder (``00/``, ``01/`` ...; the report folder itself for one sentence) with
+``attributions.json`` (every method's word-level matrix, words, source shares, links and settings), one heatmap per
+method (``heatmap-METHOD.png``: target words x source words, the aligner's words) and, for the methods that measure
+it, the source-vs-prefix share (``source-share-METHOD.png``: a bar per target word, the part that comes from the
+source). The report folder's ``table.md`` / ``table.json`` list per sentence and method the links (argmax per target
+word, Pharaoh ``i-j``), the mean source share and the time. Without ``--method`` the model's own aligner is used
+(its ``config.alignment`` method, else "attention").
+
+With ``--pairs`` (English<TAB>Spanish, as ``evaluate`` reads) each reference translation is explained
+teacher-forced; with sentences, the model's translation (or ``--target`` for one sentence). Everything is checked
+before the model loads: the methods' libraries, the texts or the pairs file, and the report folder
+(`hf_vaswani.outputs.OutputPlan`); the report is written into a temporary sibling and renamed into place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from hf_vaswani.commands import beam_size, positive_int, utf8_text
+
+from .common import check_device, load_model, local_model, model_arguments, model_name
+
+__all__ = ["add_parser", "run_explain"]
+
+_NEEDS = ("matplotlib", "tqdm")
+_GRADIENT_NEEDS = ("captum",)
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add the ``explain`` subcommand to an argparse `subparsers` object."""
+    from ..attribution import METHODS
+    from ..extract import AttentionUnavailableError
+
+    parser = subparsers.add_parser(
+        "explain",
+        help="attribute each target word to the source words by several methods (attention, norms, gradients, "
+        "value zeroing) and write matrices, heatmaps, source shares and a table",
+        description="Explain translations (or reference translations, teacher-forced) with one or more attribution "
+        "methods and write a report folder. Arguments, inputs and --out are checked before the model loads.",
+    )
+    parser.add_argument("text", nargs="*", type=utf8_text, help="source sentence(s) (or --pairs)")
+    parser.add_argument("--pairs", type=Path, help="English<TAB>Spanish pairs: explain each reference translation")
+    parser.add_argument("--max-pairs", type=positive_int, help="only the first N pairs of --pairs")
+    parser.add_argument("--target", type=utf8_text, help="explain this reference translation (one sentence)")
+    parser.add_argument(
+        "--method",
+        action="append",
+        choices=METHODS,
+        metavar="METHOD",
+        help=f"attribution method, repeatable: {', '.join(METHODS)} (default: the model's aligner)",
+    )
+    parser.add_argument("--out", required=True, type=Path, help="report folder (must not exist or be empty)")
+    parser.add_argument("--overwrite", action="store_true", help="replace a non-empty --out folder whole")
+    parser.add_argument("--direction", default="es-en", help="es-en (default) or en-es")
+    model_arguments(parser)
+    parser.add_argument("--n-steps", type=positive_int, help="integrated gradients' steps (default: the method's, 50)")
+    parser.add_argument(
+        "--num-beams", type=beam_size, default=1, help="beam size when translating, at most 64 (default: 1, greedy)"
+    )
+    parser.add_argument("--format", choices=("png", "svg"), default="png", help="image format (default: png)")
+    parser.set_defaults(func=run_explain, user_errors=(AttentionUnavailableError,))
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    """The ``explain`` subcommand: returns 0 after writing the report."""
+    from tqdm.auto import tqdm
+
+    from hf_vaswani.outputs import OutputPlan
+
+    from ..attribution import MODEL_METHODS, attribute
+    from ..dependencies import require
+    from ..extract import extract
+
+    sources, targets = _inputs(args)
+    methods = list(dict.fromkeys(args.method or []))
+    needs = list(_NEEDS)
+    if any(method in ("saliency", "input_x_gradient", "integrated_gradients") for method in methods):
+        needs += _GRADIENT_NEEDS
+    require(*needs, needed_by="hf-vaswani explain")
+    plan = OutputPlan(inputs=[*local_model(args), *([args.pairs] if args.pairs else [])])
+    out = plan.folder(args.out, "report folder", overwrite=args.overwrite)
+    plan.check()  # before the model is loaded
+    model, tokenizer = load_model(args)
+    if not methods:
+        from ..alignment.config import model_aligner
+
+        methods = [(model_aligner(model.config) or {"method": "attention"})["method"]]
+    if targets is None:
+        from hf_vaswani.inference import check_known_characters
+
+        check_known_characters(tokenizer, sources, [f"sentence {i}" for i in range(1, len(sources) + 1)])
+    records = extract(
+        model,
+        tokenizer,
+        sources,
+        targets,
+        direction=args.direction,
+        generate_kwargs={"num_beams": args.num_beams},
+        model_name=model_name(args, model),
+    )
+    rows = []
+    with plan.writing() as staged:
+        folder = staged(out)
+        progress = tqdm(total=len(records) * len(methods), desc="explaining", unit="attribution")
+        for i, record in enumerate(records):
+            sub = Path() if len(records) == 1 else Path(f"{i:02d}")
+            found = {}
+            for method in methods:
+                options = {"n_steps": args.n_steps} if method == "integrated_gradients" and args.n_steps else {}
+                start = time.perf_counter()
+                found[method] = attribute(model, tokenizer, record, method=method, **options)
+                found[method].details["ms"] = 1000.0 * (time.perf_counter() - start)
+                progress.update()
+            rows.extend(_write_sentence(folder / sub, i, found, args.format, MODEL_METHODS))
+        progress.close()
+        (folder / "table.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+        (folder / "table.md").write_text(_table(rows), encoding="utf-8")
+    for record in records:
+        print(f"{record.source_text} -> {record.target_text}")
+    print(f"report: {args.out} ({len(records)} sentences x {len(methods)} methods; table: {args.out / 'table.md'})")
+    return 0
+
+
+def _inputs(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
+    """The source sentences and the targets to teacher-force (None: translate), checked."""
+    from hf_vaswani.languages import direction_to_languages, source_with_language
+
+    source_language, target_language = direction_to_languages(args.direction)
+    check_device(args.device)
+    if args.pairs is not None and args.text:
+        raise ValueError("give sentences or --pairs, not both.")
+    if args.pairs is None and not args.text:
+        raise ValueError("nothing to explain: give one or more sentences, or --pairs FILE.")
+    if args.target is not None and (args.pairs is not None or len(args.text) != 1):
+        raise ValueError("--target goes with exactly one source sentence.")
+    if args.max_pairs is not None and args.pairs is None:
+        raise ValueError("--max-pairs goes with --pairs.")
+    if args.pairs is not None:
+        from hf_vaswani.data import read_pairs
+
+        if not args.pairs.is_file():
+            raise FileNotFoundError(f"--pairs: no such file {args.pairs}.")
+        pairs = read_pairs(args.pairs)[: args.max_pairs]
+        if not pairs:
+            raise ValueError(f"--pairs: {args.pairs} holds no sentence pairs.")
+        sources = [getattr(pair, source_language) for pair in pairs]
+        targets: list[str] | None = [getattr(pair, target_language) for pair in pairs]
+    else:
+        sources, targets = list(args.text), None if args.target is None else [args.target]
+    for number, text in enumerate(sources, start=1):
+        if not text.strip():
+            raise ValueError(f"Sentence {number} is empty or whitespace only: there is nothing to explain.")
+        try:
+            source_with_language(text, target_language)
+        except ValueError as error:
+            raise ValueError(f"Sentence {number}: {error}") from None
+    if targets is not None and not all(t.strip() for t in targets):
+        raise ValueError("a target translation is empty or whitespace only: there is nothing to explain.")
+    return sources, targets
+
+
+def _write_sentence(
+    folder: Path, index: int, found: dict[str, Any], image_format: str, model_methods: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    import numpy as np
+
+    from ..plots import save_figure
+
+    folder.mkdir(parents=True, exist_ok=True)
+    entries, rows = {}, []
+    for method, attribution in found.items():
+        links = attribution.links()
+        entries[method] = {
+            **attribution.to_dict(),
+            "links": links,
+            "ms": attribution.details["ms"],
+            "completeness_error": attribution.details.get("completeness_error"),
+        }
+        save_figure(_heatmap(attribution), folder / f"heatmap-{method}.{image_format}")
+        share = None
+        if attribution.source_share is not None:
+            save_figure(_share_figure(attribution), folder / f"source-share-{method}.{image_format}")
+            share = float(np.nanmean(attribution.source_share)) if np.any(~np.isnan(attribution.source_share)) else None
+        rows.append(
+            {
+                "sentence": index,
+                "source": attribution.record.source_text,
+                "target": attribution.record.target_text,
+                "method": method,
+                "links": " ".join(f"{i}-{j}" for i, j in links),
+                "mean_source_share": share,
+                "ms": attribution.details["ms"],
+                "runs_model": method in model_methods,
+            }
+        )
+    (folder / "attributions.json").write_text(json.dumps(entries, indent=2) + "\n", encoding="utf-8")
+    return rows
+
+
+def _heatmap(attribution: Any) -> Any:
+    """The word-level attribution matrix drawn as the alignment heatmap is (`vaswani_inspect.plots`)."""
+    from ..plots import ANNOTATE_MAX, _draw, _label, new_figure
+
+    matrix = attribution.matrix
+    rows, columns = [_label(w) for w in attribution.target_words], [_label(w) for w in attribution.source_words]
+    figure = new_figure(max(4.0, 0.55 * len(columns) + 2.5), max(3.0, 0.45 * len(rows) + 1.8))
+    ax = figure.add_subplot(1, 1, 1)
+    annotate = max(matrix.shape) <= ANNOTATE_MAX
+    image = _draw(ax, matrix, rows, columns, annotate, vmax=max(1e-9, float(matrix.max(initial=0.0))))
+    figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    ax.set_title(f"{attribution.method}: source words per target word", fontsize=9)
+    return figure
+
+
+def _share_figure(attribution: Any) -> Any:
+    """A bar per target word: the share from the source (below) and from the target prefix (above)."""
+    import numpy as np
+
+    from ..plots import _label, new_figure
+
+    share = np.nan_to_num(attribution.source_share, nan=0.0)
+    words = [_label(w) for w in attribution.target_words]
+    figure = new_figure(max(4.0, 0.5 * len(words) + 2.0), 3.2)
+    ax = figure.add_subplot(1, 1, 1)
+    positions = np.arange(len(words))
+    ax.bar(positions, share, color="tab:blue", label="source")
+    ax.bar(positions, 1.0 - share, bottom=share, color="tab:orange", alpha=0.6, label="target prefix")
+    ax.axhline(0.5, color="black", linewidth=0.6, linestyle=":")
+    ax.set_xticks(positions, words, rotation=60, ha="right", rotation_mode="anchor", fontsize=8)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("share")
+    ax.set_title(f"{attribution.method}: where each target word comes from", fontsize=9)
+    ax.legend(fontsize=7, loc="upper right")
+    return figure
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| sentence | method | links (source-target) | mean source share | ms |"]
+    lines.append("| ---: | --- | --- | ---: | ---: |")
+    for row in rows:
+        share = "-" if row["mean_source_share"] is None else f"{row['mean_source_share']:.2f}"
+        links = row["links"] or "(none)"
+        lines.append(f"| {row['sentence']} | {row['method']} | {links} | {share} | {row['ms']:.0f} |")
+    return "\n".join(lines) + "\n"
