@@ -5,9 +5,15 @@ does any work: every output can be written (its folder exists and accepts a new 
 one of the inputs (or, for a folder, holds one), no output lies inside an input folder (a model folder is an input:
 it may be read-only, shared or a Hub cache snapshot), no two outputs share a path, and an output folder that is not
 empty is refused unless the command was asked to replace it (``--overwrite``). Then it writes each output into a
-temporary sibling (``tmp-NAME.XXXXXXXX`` next to it) and renames it into place once everything is written: a
-failure part-way (a full disk, a kill) leaves the previous file or folder as it was, and a replaced folder is
-replaced whole, never merged with the files it had.
+temporary sibling (``tmp-NAME.PID-HOST.XXXXXXXX`` next to it) and renames it into place once everything is
+written: a failure part-way (a full disk, a kill) leaves the previous file or folder as it was, and a replaced
+folder is replaced whole, never merged with the files it had.
+
+A run killed outright (SIGKILL, a power cut) cannot remove its temporary siblings; the next run that writes the
+same output does (`remove_stale_staging`), and only those that are surely garbage: named by this module's pattern
+for that output (``tmp-NAME.PID-HOST.XXXXXXXX``, or ``tmp-NAME.old.PID-HOST.XXXXXXXX`` for a replaced folder put
+aside), made on this machine (HOST) by a process (PID) that no longer runs. Anything else next to the output (a
+live run's staging, another machine's on a shared disk, any other file) is left alone.
 
     plan = OutputPlan(inputs=[data_file])
     hypotheses = plan.file(args.output, "hypotheses file")
@@ -26,19 +32,41 @@ training checkpoints use it too). Errors are `ValueError` or `OSError` with a me
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import re
 import shutil
+import socket
 import stat
 import tempfile
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["STAGING_PREFIX", "Output", "OutputPlan", "publish_dir", "publish_file", "write_bytes", "write_text"]
+__all__ = [
+    "STAGING_PREFIX",
+    "Output",
+    "OutputPlan",
+    "StaleStagingWarning",
+    "publish_dir",
+    "publish_file",
+    "remove_stale_staging",
+    "write_bytes",
+    "write_text",
+]
 
-#: Temporary siblings are named ``tmp-NAME.XXXXXXXX`` (NAME cut to `_NAME_KEPT` characters).
+#: Temporary siblings are named ``tmp-NAME.PID-HOST.XXXXXXXX`` (NAME cut to `_NAME_KEPT` characters; PID the
+#: writing process, HOST a short hash of its machine's name; XXXXXXXX `tempfile`'s random part).
 STAGING_PREFIX = "tmp-"
 _NAME_KEPT = 80
+#: What follows ``tmp-NAME.`` in a temporary sibling's name: the owner and `tempfile`'s random part.
+_OWNED = re.compile(r"(?:old\.)?(?P<pid>\d+)-(?P<host>[0-9a-f]{6})\.[a-z0-9_]{8}")
+
+
+class StaleStagingWarning(UserWarning):
+    """A temporary sibling left by a killed run was removed before this run wrote the same output."""
+
 
 PathLike = str | os.PathLike[str]
 
@@ -295,12 +323,60 @@ def _mode_for(final: Path, default: int) -> int:
         return default & ~_umask()
 
 
+def _host() -> str:
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:6]
+
+
+def _staging_prefix(final: Path, aside: bool = False) -> str:
+    """The start of the temporary siblings' names of `final` made by this process."""
+    return f"{STAGING_PREFIX}{final.name[:_NAME_KEPT]}.{'old.' if aside else ''}{os.getpid()}-{_host()}."
+
+
+def _running(pid: int) -> bool:
+    """Whether a process `pid` runs on this machine (another user's counts: it cannot be signalled, but runs)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: someone else's process; anything else: assume it runs
+        return True
+    return True
+
+
+def remove_stale_staging(final: PathLike) -> list[Path]:
+    """Remove the temporary siblings of the output `final` that a killed run left (see the module docstring for
+    which ones: ours by name, made on this machine by a process that no longer runs), with one
+    `StaleStagingWarning` naming them; returns them. Called before an output is written."""
+    final = _absolute(final)
+    prefix, host = f"{STAGING_PREFIX}{final.name[:_NAME_KEPT]}.", _host()
+    try:
+        entries = sorted(final.parent.iterdir())
+    except OSError:
+        return []
+    removed = []
+    for entry in entries:
+        owner = _OWNED.fullmatch(entry.name[len(prefix) :]) if entry.name.startswith(prefix) else None
+        if owner and owner["host"] == host and not _running(int(owner["pid"])):
+            _remove(entry)
+            removed.append(entry)
+    if removed:
+        warnings.warn(
+            "removed what a killed run left while writing " + _shown(final) + ": " + ", ".join(map(_shown, removed)),
+            StaleStagingWarning,
+            stacklevel=3,
+        )
+    return removed
+
+
 def _make_staging(output: Output) -> Path:
     path = output.path
     if not output.is_folder and path.exists() and not path.is_file():
         return path  # a device or a pipe: written in place, there is nothing to rename
     path.parent.mkdir(parents=True, exist_ok=True)
-    prefix = f"{STAGING_PREFIX}{path.name[:_NAME_KEPT]}."
+    remove_stale_staging(path)
+    prefix = _staging_prefix(path)
     if output.is_folder:
         temporary = Path(tempfile.mkdtemp(prefix=prefix, dir=path.parent))
         os.chmod(temporary, _mode_for(path, 0o777))
@@ -361,7 +437,7 @@ def publish_dir(staged: Path, final: Path) -> None:
     _fsync_tree(staged)
     final = Path(final)
     if final.exists() or final.is_symlink():
-        aside = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{final.name[:_NAME_KEPT]}.old.", dir=final.parent))
+        aside = Path(tempfile.mkdtemp(prefix=_staging_prefix(final, aside=True), dir=final.parent))
         os.replace(final, aside / final.name)
         os.replace(staged, final)
         shutil.rmtree(aside, ignore_errors=True)
