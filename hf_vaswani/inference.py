@@ -145,10 +145,14 @@ def load_translator(
         name = str(Path(name).expanduser())
     from safetensors import SafetensorError
 
+    from .model_folder import check_json_files
+
     kwargs: dict[str, Any] = {}
     if dtype:
         kwargs["dtype"] = getattr(torch, dtype)
     try:
+        if local:
+            check_json_files(name)  # names the damaged file, which transformers' JSON error does not
         tokenizer = AutoTokenizer.from_pretrained(name)
         with reports_silenced():  # check_model says what the report would
             loaded, loading_info = AutoModelForSeq2SeqLM.from_pretrained(name, output_loading_info=True, **kwargs)

@@ -1,4 +1,5 @@
-"""What a saved model folder needs beyond `save_pretrained` to serve every standard `transformers` path."""
+"""What a saved model folder needs beyond `save_pretrained` to serve every standard `transformers` path, and a
+check of the JSON files a loader reads from one (`check_json_files`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,27 @@ from pathlib import Path
 
 from .pipeline_vaswani import add_pipeline_to_folder
 
-__all__ = ["finish_model_folder"]
+__all__ = ["TOKENIZER_FILES", "check_json_files", "finish_model_folder"]
+
+#: The tokenizer's JSON files that transformers reads from a model folder (those present).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+
+def check_json_files(folder: str | Path, names: tuple[str, ...] = TOKENIZER_FILES) -> None:
+    """Refuse a file of `names` in `folder` that is not JSON: transformers' error says where in a file it stopped
+    ("Expecting value: line 1 column 1"), not which file, and some loaders take it for a missing tokenizer.
+
+    Raises:
+        ValueError: naming the file and what is wrong with it.
+    """
+    for name in names:
+        path = Path(folder) / name
+        if not path.is_file():
+            continue
+        try:
+            json.loads(path.read_bytes())
+        except (ValueError, UnicodeDecodeError) as error:  # JSONDecodeError is a ValueError
+            raise ValueError(f"{str(path)!r} is not valid JSON ({error}): the tokenizer cannot be read.") from None
 
 
 def _update_json(path: Path, **values: object) -> None:

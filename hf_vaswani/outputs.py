@@ -296,6 +296,8 @@ def _unchanged(error: OSError, staged: dict[Path, Path]) -> OSError:
     """`error` (raised while writing the `staged` outputs) with their final paths in its message, saying that
     none of them was touched."""
     message = str(error)
+    if error.errno is not None:  # the error made below adds "[Errno N] " again
+        message = message.removeprefix(f"[Errno {error.errno}] ")
     for final, temporary in staged.items():
         message = message.replace(str(temporary), str(final))
     kept = ", ".join(_shown(final) for final in staged) or "the outputs"

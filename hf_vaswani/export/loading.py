@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 import torch
 
 from ..model_checks import check_model, reports_silenced
+from ..model_folder import check_json_files
 from ..modeling_vaswani import VaswaniForConditionalGeneration
 
 __all__ = ["ExportError", "ExportSource", "export_plan", "load_for_export", "source_folder"]
@@ -69,6 +70,8 @@ def load_for_export(
             "models are exported."
         )
     if tokenizer is None:
+        if folder is not None:
+            check_json_files(folder)  # a damaged tokenizer file is an error, not a folder without a tokenizer
         try:
             tokenizer = AutoTokenizer.from_pretrained(name)
         except (OSError, ValueError):
