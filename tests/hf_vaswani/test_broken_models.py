@@ -101,6 +101,7 @@ def _commands(model, inputs, out):
         "export-ctranslate2": ["export-ctranslate2", model, f"{out}/ct2"],
         "export-onnx": ["export-onnx", model, f"{out}/onnx"],
         "inspect": ["inspect", "El gato negro.", "--model", model, "--out", f"{out}/report"],
+        "explain": ["explain", "El gato negro.", "--model", model, "--out", f"{out}/explain"],
         "head-importance": ["head-importance", "--pairs", f"{inputs}/pairs.tsv", "--model", model,
                             "--out", f"{out}/hi"],
         "compare-bert": ["compare-bert", "--bert", bert, "--sentences", f"{inputs}/sentences.txt", "--model", model,
