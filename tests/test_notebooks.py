@@ -22,7 +22,7 @@ MAX_BYTES = 400_000
 
 
 def test_the_course_notebooks_are_there():
-    assert [p.name[:3] for p in NOTEBOOKS] == [f"{i:02d}_" for i in range(1, 8)]
+    assert [p.name[:3] for p in NOTEBOOKS] == [f"{i:02d}_" for i in range(1, 9)]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
