@@ -20,13 +20,25 @@ from .pairs import (
     write_pairs_tsv,
 )
 from .splits import SPLIT_NAMES, deduplicate_pairs, filter_pairs, prepare_splits, split_pairs
-from .translation_datasets import (
-    build_translation_datasets,
-    evaluation_lists,
-    load_translation_datasets,
-    tokenize_pairs,
-    write_split_tsv,
+
+#: Names of `translation_datasets`, which imports `datasets` (the ``[train]`` extra): loaded on first use, so that
+#: reading pairs and words (`vaswani_inspect`, the core install) does not need it.
+_DATASET_NAMES = (
+    "build_translation_datasets",
+    "evaluation_lists",
+    "load_translation_datasets",
+    "tokenize_pairs",
+    "write_split_tsv",
 )
+
+
+def __getattr__(name: str):
+    if name in _DATASET_NAMES:
+        from . import translation_datasets
+
+        return getattr(translation_datasets, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "LANGUAGES",
