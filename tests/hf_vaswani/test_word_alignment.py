@@ -76,8 +76,14 @@ def test_eflomal_aligns_a_small_corpus():
     english = [["the", colour, noun, "."] for _, noun in nouns for _, colour in colours] * 20
     forward, reverse = statistical_alignments(spanish + [[]], english + [["x"]])
     assert len(forward) == len(reverse) == len(spanish) + 1 and forward[-1] == reverse[-1] == set()
-    links = symmetrize(forward[0], reverse[0], "intersection")
-    assert {(1, 2), (2, 1)} <= links  # gato-cat and negro-black, reordered
+    # gato-cat and negro-black, reordered. eflomal samples with a seed of its own: in some runs the intersection of
+    # the two directions drops one word's link in every sentence that has it (seen: a colour in 80 of 240), but it
+    # never links a noun with a colour. So: right links in nearly every sentence, and never a wrong one.
+    intersections = [symmetrize(f, r, "intersection") for f, r in zip(forward[:-1], reverse[:-1])]
+    assert not [links for links in intersections if links & {(1, 1), (2, 2)}]
+    found = [bool(links & {(1, 2), (2, 1)}) for links in intersections]
+    assert sum(found) >= 0.9 * len(found), f"{sum(found)} of {len(found)}"
+    assert sum({(1, 2), (2, 1)} <= links for links in intersections) >= len(intersections) // 4
 
 
 @pytest.mark.skipif(not CHECKPOINT.is_dir(), reason="the shipped checkpoint is not in this checkout")
