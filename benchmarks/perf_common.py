@@ -40,9 +40,9 @@ from transformers import MarianMTModel
 
 from hf_vaswani import VaswaniConfig, VaswaniForConditionalGeneration
 from hf_vaswani.marian.export import to_marian
+from hf_vaswani.marian.mapping import MARIAN_LAYER_NORM_EPS
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-MARIAN_LAYER_NORM_EPS = 1e-5
 ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")
 #: The four contenders of the comparison with Marian: each model with each attention implementation.
 CONTENDERS = ("ours_sdpa", "ours_eager", "marian_sdpa", "marian_eager")
