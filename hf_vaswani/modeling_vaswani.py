@@ -141,10 +141,10 @@ def eager_attention_forward(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Scaled dot-product attention (sec. 3.2.1, eq. 1): softmax(Q K^T / sqrt(d_k)) V.
 
-    Returns the output and the attention weights (float32, before attention dropout: they sum to 1 per row even
-    in a bf16 model). Takes the masks `transformers` builds for any attention implementation (additive float,
-    boolean "may attend", or `None` for a causal module), so that weights can be computed on demand for a model
-    that runs `sdpa`.
+    Returns the output and the attention weights (float32 or wider, before attention dropout: they sum to 1 per
+    row even in a bf16 model, and keep a float64 model's precision). Takes the masks `transformers` builds for any
+    attention implementation (additive float, boolean "may attend", or `None` for a causal module), so that
+    weights can be computed on demand for a model that runs `sdpa`.
     """
     scores = torch.matmul(query, key.transpose(2, 3)) * scaling
     if attention_mask is None and getattr(module, "is_causal", False) and query.shape[2] > 1:
@@ -155,7 +155,7 @@ def eager_attention_forward(
             scores = scores.masked_fill(~attention_mask, torch.finfo(scores.dtype).min)
         else:
             scores = scores + attention_mask
-    weights = F.softmax(scores, dim=-1, dtype=torch.float32)
+    weights = F.softmax(scores, dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32))
     dropped = F.dropout(weights.to(query.dtype), p=dropout, training=module.training)
     output = torch.matmul(dropped, value).transpose(1, 2).contiguous()
     return output, weights

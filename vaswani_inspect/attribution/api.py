@@ -39,9 +39,16 @@ def _rollout(model: Any, record: AttentionRecord) -> Attribution:
 
 def _gradient(name: str) -> Callable[..., Attribution]:
     def run(
-        model: Any, record: AttentionRecord, *, n_steps: int = DEFAULT_STEPS, batch_size: int = DEFAULT_BATCH_SIZE
+        model: Any,
+        record: AttentionRecord,
+        *,
+        n_steps: int = DEFAULT_STEPS,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        precision: str = "float32",
     ) -> Attribution:
-        source, prefix, settings, details = gradient_scores(model, record, name, n_steps=n_steps, batch_size=batch_size)
+        source, prefix, settings, details = gradient_scores(
+            model, record, name, n_steps=n_steps, batch_size=batch_size, precision=precision
+        )
         return Attribution(
             name,
             record,
@@ -56,12 +63,16 @@ def _gradient(name: str) -> Callable[..., Attribution]:
     return run
 
 
-def _saliency(model: Any, record: AttentionRecord, *, batch_size: int = DEFAULT_BATCH_SIZE) -> Attribution:
-    return _gradient("saliency")(model, record, batch_size=batch_size)
+def _saliency(
+    model: Any, record: AttentionRecord, *, batch_size: int = DEFAULT_BATCH_SIZE, precision: str = "float32"
+) -> Attribution:
+    return _gradient("saliency")(model, record, batch_size=batch_size, precision=precision)
 
 
-def _input_x_gradient(model: Any, record: AttentionRecord, *, batch_size: int = DEFAULT_BATCH_SIZE) -> Attribution:
-    return _gradient("input_x_gradient")(model, record, batch_size=batch_size)
+def _input_x_gradient(
+    model: Any, record: AttentionRecord, *, batch_size: int = DEFAULT_BATCH_SIZE, precision: str = "float32"
+) -> Attribution:
+    return _gradient("input_x_gradient")(model, record, batch_size=batch_size, precision=precision)
 
 
 def _value_zeroing(model: Any, record: AttentionRecord, *, batch_size: int = 64) -> Attribution:
@@ -136,8 +147,9 @@ def attribute(
         direction: e.g. `"es-en"` (puts the language token in front of a source text). Only with a source text.
         method: one of `METHODS` (see the package docstring for each one's definition).
         options: the method's own options (`method_options(method)`): `n_steps` (integrated gradients, default
-            `DEFAULT_STEPS`), `batch_size` (gradient methods and value zeroing: batch rows per forward/backward),
-            `layers` (attention_norm: "aligner" or "mean").
+            `DEFAULT_STEPS`), `batch_size` (gradient methods and value zeroing: batch rows per call),
+            `precision` (gradient methods: "float32", or "bfloat16" under autocast, about 2.3 times faster on a CPU
+            with bfloat16 matmuls), `layers` (attention_norm: "aligner" or "mean").
 
     Returns:
         An `Attribution` with the word-level matrix (target words x source words, the words of

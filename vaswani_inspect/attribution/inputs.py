@@ -70,6 +70,27 @@ def embeddings(model: Any, inputs: RecordInputs) -> tuple[torch.Tensor, torch.Te
     return source.detach(), target.detach()
 
 
+def _final_states(model: Any, source_embeds: torch.Tensor, target_embeds: torch.Tensor) -> torch.Tensor:
+    """The decoder's last hidden states from embeddings. Attention runs the eager path (`output_attentions`):
+    plain matmuls, whose backward is fast on the CPU (PyTorch's fused attention's is not, in bfloat16 least)."""
+    encoded = model.get_encoder()(inputs_embeds=source_embeds, output_attentions=True).last_hidden_state
+    decoder = model.get_decoder()
+    return decoder(
+        inputs_embeds=target_embeds, encoder_hidden_states=encoded, use_cache=False, output_attentions=True
+    ).last_hidden_state
+
+
+def _log_softmax_of(model: Any, hidden: torch.Tensor) -> torch.Tensor:
+    """log p over the vocabulary from decoder states (..., d), in float32 at least."""
+    logits = model.get_output_embeddings()(hidden)
+    bias = getattr(model, "final_logits_bias", None)
+    if isinstance(bias, torch.Tensor):
+        logits = logits + bias.reshape(-1)
+    if logits.dtype in (torch.float16, torch.bfloat16):
+        logits = logits.float()  # a log-softmax over the vocabulary in half precision loses the small ones
+    return torch.log_softmax(logits, dim=-1)
+
+
 def log_probabilities(
     model: Any,
     source_embeds: torch.Tensor,
@@ -81,18 +102,32 @@ def log_probabilities(
     decoder position positions[b]. Only the needed positions go through the output layer (one vocabulary-sized
     row per batch row instead of one per position), and the decoder runs on the longest prefix the batch needs."""
     length = int(positions.max()) + 1
-    encoded = model.get_encoder()(inputs_embeds=source_embeds).last_hidden_state
-    hidden = model.get_decoder()(
-        inputs_embeds=target_embeds[:, :length], encoder_hidden_states=encoded, use_cache=False
-    ).last_hidden_state
+    hidden = _final_states(model, source_embeds, target_embeds[:, :length])
     rows = torch.arange(hidden.shape[0], device=hidden.device)
-    logits = model.get_output_embeddings()(hidden[rows, positions])
-    bias = getattr(model, "final_logits_bias", None)
-    if isinstance(bias, torch.Tensor):
-        logits = logits + bias.reshape(-1)
-    if logits.dtype in (torch.float16, torch.bfloat16):
-        logits = logits.float()  # a log-softmax over the vocabulary in half precision loses the small ones
-    return torch.log_softmax(logits, dim=-1)[rows, labels]
+    return _log_softmax_of(model, hidden[rows, positions])[rows, labels]
 
 
-__all__ = ["RecordInputs", "device_of", "embeddings", "eval_mode", "log_probabilities", "record_inputs"]
+def point_log_probabilities(
+    model: Any,
+    source_embeds: torch.Tensor,
+    target_embeds: torch.Tensor,
+    positions: torch.Tensor,
+    labels: torch.Tensor,
+) -> torch.Tensor:
+    """(points, pieces): for each input point p (a batch row of `source_embeds` (P, S, d) and `target_embeds`
+    (P, L, d)) and each piece r, log p(labels[r] | point p's source and prefix up to positions[r]), read at decoder
+    position positions[r]: every piece from one forward of the point (causality: position r reads no later input)."""
+    hidden = _final_states(model, source_embeds, target_embeds[:, : int(positions.max()) + 1])
+    log_p = _log_softmax_of(model, hidden[:, positions])  # (P, R, vocabulary)
+    return log_p.gather(-1, labels.expand(hidden.shape[0], -1)[..., None])[..., 0]
+
+
+__all__ = [
+    "RecordInputs",
+    "device_of",
+    "embeddings",
+    "eval_mode",
+    "log_probabilities",
+    "point_log_probabilities",
+    "record_inputs",
+]

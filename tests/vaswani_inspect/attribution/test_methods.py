@@ -88,6 +88,40 @@ def test_integrated_gradients_batches_target_pieces_without_mixing_them(model64,
     np.testing.assert_allclose(together.prefix, alone.prefix, rtol=1e-8, atol=1e-12)
 
 
+@pytest.mark.parametrize("method", ["saliency", "integrated_gradients"])
+def test_one_forward_per_point_gives_captums_own_gradients(model64, record64, method, monkeypatch):
+    """The shared-point gradient function (one forward per interpolation point, one backward per piece) gives the
+    attributions Captum's own gradient function gives (a forward and a backward of every batch row)."""
+    from captum._utils.gradient import compute_gradients
+
+    from vaswani_inspect.attribution import gradients
+
+    shared = embedding_attributions(model64, record64, method, n_steps=6, batch_size=12)
+    monkeypatch.setattr(gradients, "_SharedPointGradients", lambda pieces, forward: compute_gradients)
+    captums = embedding_attributions(model64, record64, method, n_steps=6, batch_size=12)
+    np.testing.assert_allclose(shared.source, captums.source, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(shared.prefix, captums.prefix, rtol=1e-9, atol=1e-12)
+
+
+def test_rows_not_grouped_by_point_are_refused():
+    from vaswani_inspect.attribution.gradients import _SharedPointGradients
+
+    rows = torch.arange(12.0).reshape(6, 2)  # 3 points x 2 pieces, but no two rows of a point are equal
+    with pytest.raises(RuntimeError, match="not grouped by point"):
+        _SharedPointGradients(2, lambda x: x.sum(-1, keepdim=True).expand(-1, 2))(None, (rows,))
+
+
+def test_bfloat16_attributions_are_close_to_float32(model, record):
+    """bfloat16 autocast (the demo's setting) changes scores by a few percent and keeps the reading of links."""
+    exact = attribute(model, None, record, method="integrated_gradients", n_steps=8)
+    fast = attribute(model, None, record, method="integrated_gradients", n_steps=8, precision="bfloat16")
+    assert fast.settings["precision"] == "bfloat16" and exact.settings["precision"] == "float32"
+    scale = np.abs(exact.token_scores).max()
+    assert np.abs(fast.token_scores - exact.token_scores).max() < 0.1 * scale
+    assert not np.array_equal(fast.token_scores, exact.token_scores)  # autocast did run in bfloat16
+    np.testing.assert_allclose(fast.matrix, exact.matrix, atol=0.1)
+
+
 def test_value_zeroing_equals_its_brute_force_definition(model64, record64):
     source_ids, decoder_ids, _ = _ids(record64)
     decoder = model64.get_decoder()
@@ -185,4 +219,6 @@ def test_bad_calls_are_refused(model, tokenizer, record):
         attribute(model, tokenizer, record, method="saliency", n_steps=3)
     with pytest.raises(ValueError, match="pass no target"):
         attribute(model, tokenizer, record, "the cat")
-    assert method_options("integrated_gradients") == {"n_steps": 50, "batch_size": 512}
+    assert method_options("integrated_gradients") == {"n_steps": 50, "batch_size": 512, "precision": "float32"}
+    with pytest.raises(ValueError, match="precision must be one of float32, bfloat16"):
+        attribute(model, tokenizer, record, method="saliency", precision="float16")
