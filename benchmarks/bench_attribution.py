@@ -11,6 +11,11 @@ contender then the other (interleaved), and a contender's time per sentence incl
 or inseq's own tokenization. The pairs are drawn (seeded) from the project's test split: `prepare_splits` of
 ``../shared/data/spa-eng/spa-eng.tsv`` with the training configuration's sizes and seed (read at run time).
 
+A third contender, ours with `precision="bfloat16"` (autocast), is timed on the same pairs in the same loop and
+compared with ours in float32 (it is not inseq's method any more: a separate column). The course sentence ("El
+banco cerró mis cuentas porque no pagué la hipoteca.", es-en, its greedy translation) is explained `--course-runs`
+times by each contender after the pairs: the median is the time a demo user waits for that explanation.
+
 Agreement: per target piece, the Spearman correlation between our token scores and inseq's over the source tokens
 (inseq's attribution vectors reduced by the same L2 norm), and how often both rank the same source token first.
 Where they differ: inseq explains a piece by a separate attribution of each generation step (its own batch per
@@ -39,6 +44,7 @@ from perf_common import loadavg, machine_info, save_and_print  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "spa-eng" / "spa-eng.tsv"
 METHODS = ("integrated_gradients", "saliency")
+COURSE_SENTENCE = "El banco cerró mis cuentas porque no pagué la hipoteca."
 
 
 def arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -51,6 +57,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--n-steps", type=int, default=50, help="integrated gradients' steps (default 50)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0, help="which test pairs are drawn")
+    parser.add_argument("--course-runs", type=int, default=5, help="timed runs on the course sentence (default 5)")
     parser.add_argument("--json", default="attribution", help="results name: benchmarks/results/<name>.json")
     parser.add_argument("--tiny", action="store_true", help="a tiny random model and hand-written pairs (tests)")
     return parser.parse_args(argv)
@@ -77,12 +84,49 @@ def load(args: argparse.Namespace) -> tuple[Any, Any, list[tuple[str, str]]]:
     return model, tokenizer, test_pairs(args.data, args.pairs, args.seed)
 
 
-def ours(model: Any, tokenizer: Any, source: str, target: str, method: str, args: argparse.Namespace) -> np.ndarray:
+def ours(
+    model: Any,
+    tokenizer: Any,
+    source: str,
+    target: str,
+    method: str,
+    args: argparse.Namespace,
+    precision: str = "float32",
+) -> np.ndarray:
     from vaswani_inspect.attribution import attribute
 
     options = {"n_steps": args.n_steps} if method == "integrated_gradients" else {}
-    found = attribute(model, tokenizer, source, target, direction=args.direction, method=method, **options)
+    found = attribute(
+        model, tokenizer, source, target, direction=args.direction, method=method, precision=precision, **options
+    )
     return found.token_scores  # (target pieces, source tokens)
+
+
+def contenders(model: Any, tokenizer: Any, inseq_model: Any, method: str, args: argparse.Namespace) -> dict[str, Any]:
+    """name -> function(source, target) -> token scores (target pieces, source tokens)."""
+    return {
+        "ours": lambda source, target: ours(model, tokenizer, source, target, method, args),
+        "inseq": lambda source, target: theirs(inseq_model, source, target, method, args),
+        "ours_bfloat16": lambda source, target: ours(model, tokenizer, source, target, method, args, "bfloat16"),
+    }
+
+
+def course_target(model: Any, tokenizer: Any, args: argparse.Namespace) -> str:
+    """The course sentence's greedy translation (what the demo would explain)."""
+    from vaswani_inspect import extract
+
+    return extract(model, tokenizer, COURSE_SENTENCE, direction=args.direction).target_text
+
+
+def course_times(explain: dict[str, Any], target: str, runs: int) -> dict[str, float]:
+    """Median ms per contender over `runs` explanations of the course sentence, contenders interleaved."""
+    times: dict[str, list[float]] = {name: [] for name in explain}
+    for _ in range(runs):
+        for name, function in explain.items():
+            start = time.perf_counter()
+            function(COURSE_SENTENCE, target)
+            times[name].append(time.perf_counter() - start)
+    return {name: round(1000 * statistics.median(values), 1) for name, values in times.items()}
 
 
 def theirs(inseq_model: Any, source: str, target: str, method: str, args: argparse.Namespace) -> np.ndarray:
@@ -118,36 +162,47 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     source_side, target_side = (1, 0) if args.direction == "es-en" else (0, 1)
     before = loadavg()
     rows: dict[str, Any] = {}
+    course = COURSE_SENTENCE if args.direction == "es-en" and not args.tiny else None
+    target_of_course = course_target(model, tokenizer, args) if course else None
     for method in args.methods:
         inseq_model = inseq.load_model(model, method, tokenizer=tokenizer)
+        explain = contenders(model, tokenizer, inseq_model, method, args)
         first = pairs[0]
-        ours(model, tokenizer, first[source_side], first[target_side], method, args)  # warm-up, both
-        theirs(inseq_model, first[source_side], first[target_side], method, args)
-        times: dict[str, list[float]] = {"ours": [], "inseq": []}
+        for function in explain.values():  # warm-up, every contender
+            function(first[source_side], first[target_side])
+        times: dict[str, list[float]] = {name: [] for name in explain}
         correlations, same_first, compared = [], 0, 0
+        bfloat16_differences, bfloat16_same_first, bfloat16_pieces = [], 0, 0
         for pair in pairs:
             source, target = pair[source_side], pair[target_side]
-            start = time.perf_counter()
-            mine = ours(model, tokenizer, source, target, method, args)
-            times["ours"].append(time.perf_counter() - start)
-            start = time.perf_counter()
-            other = theirs(inseq_model, source, target, method, args)
-            times["inseq"].append(time.perf_counter() - start)
+            found = {}
+            for name, function in explain.items():
+                start = time.perf_counter()
+                found[name] = function(source, target)
+                times[name].append(time.perf_counter() - start)
+            mine, other, fast = found["ours"], found["inseq"], found["ours_bfloat16"]
+            bfloat16_differences.append(float(np.abs(fast - mine).max() / max(np.abs(mine).max(), 1e-12)))
+            bfloat16_same_first += int((fast.argmax(-1) == mine.argmax(-1)).sum())
+            bfloat16_pieces += len(mine)
             if mine.shape != other.shape:  # a tokenization difference: no comparison for this pair
                 continue
             for row_ours, row_theirs in zip(mine, other):
                 correlations.append(spearman(row_ours, row_theirs))
                 same_first += int(np.argmax(row_ours) == np.argmax(row_theirs))
                 compared += 1
-        ours_ms = 1000 * statistics.mean(times["ours"])
-        inseq_ms = 1000 * statistics.mean(times["inseq"])
+        ms = {name: 1000 * statistics.mean(values) for name, values in times.items()}
         rows[method] = {
-            "ours_ms_per_sentence": round(ours_ms, 1),
-            "inseq_ms_per_sentence": round(inseq_ms, 1),
-            "speedup": round(inseq_ms / ours_ms, 2),
+            "ours_ms_per_sentence": round(ms["ours"], 1),
+            "inseq_ms_per_sentence": round(ms["inseq"], 1),
+            "speedup": round(ms["inseq"] / ms["ours"], 2),
+            "ours_bfloat16_ms_per_sentence": round(ms["ours_bfloat16"], 1),
+            "bfloat16_speedup": round(ms["inseq"] / ms["ours_bfloat16"], 2),
             "mean_spearman": round(float(np.nanmean(correlations)), 3) if correlations else None,
             "top1_agreement": round(same_first / compared, 3) if compared else None,
             "pieces_compared": compared,
+            "bfloat16_max_relative_difference": round(float(np.median(bfloat16_differences)), 4),
+            "bfloat16_top1_agreement_with_float32": round(bfloat16_same_first / bfloat16_pieces, 3),
+            "course_sentence_ms": course_times(explain, target_of_course, args.course_runs) if course else None,
         }
     return {
         "benchmark": "attribution",
@@ -159,6 +214,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "n_steps": args.n_steps,
             "threads": args.threads,
             "seed": args.seed,
+            "course_sentence": course,
+            "course_translation": target_of_course,
+            "course_runs": args.course_runs,
         },
         "rows": rows,
         "loadavg_before": before,
@@ -172,13 +230,17 @@ def table(payload: dict[str, Any]) -> str:
         f"{settings['pairs']} test pairs {settings['direction']}, teacher-forced on the reference, "
         f"integrated gradients with {settings['n_steps']} steps, {settings['threads']} thread(s)",
         "",
-        "| method | ours ms/sentence | inseq ms/sentence | speed-up | mean Spearman | top-1 agreement |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| method | ours ms/sentence | inseq ms/sentence | speed-up | ours bf16 ms/sentence | bf16 speed-up | "
+        "mean Spearman | top-1 agreement | course sentence ms (ours / inseq / ours bf16) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, row in payload["rows"].items():
+        course = row["course_sentence_ms"]
+        course_cell = f"{course['ours']:.0f} / {course['inseq']:.0f} / {course['ours_bfloat16']:.0f}" if course else "-"
         lines.append(
             f"| {name} | {row['ours_ms_per_sentence']:.1f} | {row['inseq_ms_per_sentence']:.1f} | "
-            f"{row['speedup']:.2f}x | {row['mean_spearman']} | {row['top1_agreement']} |"
+            f"{row['speedup']:.2f}x | {row['ours_bfloat16_ms_per_sentence']:.1f} | {row['bfloat16_speedup']:.2f}x | "
+            f"{row['mean_spearman']} | {row['top1_agreement']} | {course_cell} |"
         )
     return "\n".join(lines)
 

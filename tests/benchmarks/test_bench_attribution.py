@@ -22,6 +22,8 @@ def test_bench_attribution_runs_ours_and_inseq_side_by_side(tmp_path):
     for row in results["rows"].values():
         assert row["ours_ms_per_sentence"] > 0 and row["inseq_ms_per_sentence"] > 0
         assert row["pieces_compared"] > 0
+        assert row["ours_bfloat16_ms_per_sentence"] > 0 and 0 <= row["bfloat16_top1_agreement_with_float32"] <= 1
+        assert row["course_sentence_ms"] is None  # the course sentence is the shipped model's, not the tiny one's
     # Same function, same inputs: saliency must agree on the ranking.
     assert results["rows"]["saliency"]["top1_agreement"] == 1.0
     assert "| saliency |" in completed.stdout
