@@ -23,18 +23,33 @@ baseline, the same for every method), the same target teacher-forced: comprehens
 log-probability (nats, higher is better), sufficiency what keeping only those k words loses (lower is better);
 means over target words and k. "random" ranks the source words at random (seeded) on the same words.
 
+**Agreement with head ablation** (`vaswani_inspect.attribution.ablation_agreement`, test subset only): does the
+method rank first the source words whose heads matter? Each cross-attention head is switched off alone; the heads
+whose loss lowers a target word's log-probability are the ones that matter for it, and their attention rows,
+weighted by those drops, are the ablation view of the word. Top-1 agreement is the share of target words whose
+top source word is the view's; Spearman the rank correlation of the two rows. Means over the target words some
+head matters for (a positive total drop), punctuation left out on both sides as in AER (a final "." often holds
+much of a head's attention, and the question is which word it points at); "random" ranks at random (the same
+rankings as its deletion scores).
+
 **Cost.** Milliseconds per sentence of `attribute` for each method (the record extracted once, not counted), on
 `--threads` threads; the machine is shared, so the load average at the start and the end is saved with the results.
 
 **Resumable.** Each pair's matrices, scores and times are appended to `--work/cache.jsonl` as soon as they are
 measured; a rerun with the same `--work` measures only the pairs (and methods) not in it, so a larger
-`--test-pairs` adds pairs. Agreement with head ablation (the issue's item (c)) is not measured here.
+`--test-pairs` adds pairs. A test pair cached before the agreement was measured gets it on a rerun from its
+cached matrices (the record extracted again and its heads ablated: no method runs again).
+
+**Model summary.** `--model-summary PATH` also writes the few numbers the demo shows (AER per direction,
+comprehensiveness, sufficiency, ms per sentence and top-1 ablation agreement per method, rounded), e.g. to
+``pretrained/vaswani-tatoeba-es-en/explanations.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -73,6 +88,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", default="explanations", help="results name: benchmarks/results/<name>.json")
     parser.add_argument("--tiny", action="store_true", help="a tiny random model and hand-written pairs (tests)")
     parser.add_argument("--summary-only", action="store_true", help="only summarise what --work's cache holds")
+    parser.add_argument("--model-summary", default=None, help="also write the demo's summary file (JSON) here")
     return parser.parse_args(argv)
 
 
@@ -153,15 +169,13 @@ def measure_pair(
     args: argparse.Namespace,
     methods: list[str],
 ) -> dict[str, Any]:
-    """Matrices (punctuation zeroed), gold (punctuation left out), times and, on test, deletion scores of `methods`
-    for one pair."""
-    from vaswani_inspect import extract
+    """Matrices (punctuation zeroed), gold (punctuation left out), times and, on test, deletion scores and
+    ablation agreement of `methods` for one pair."""
     from vaswani_inspect.attribution import attribute
     from vaswani_inspect.attribution.evaluation import _gold_sets, without_punctuation
-    from vaswani_inspect.attribution.faithfulness import deletion_scores, random_rankings, rankings_of
+    from vaswani_inspect.attribution.faithfulness import deletion_scores, rankings_of
 
-    source, target = (pair.es, pair.en) if direction == "es-en" else (pair.en, pair.es)
-    record = extract(model, tokenizer, source, target, direction=direction)
+    record = pair_record(model, tokenizer, pair, direction)
     sure, possible = _gold_sets(gold, record, skip_punctuation=True)
     entry: dict[str, Any] = {
         "split": split,
@@ -182,14 +196,54 @@ def measure_pair(
         entry["matrices"][method] = without_punctuation(attribution.matrix, record).tolist()
         rankings[method] = rankings_of(attribution.matrix, record)
     if split == "test" and rankings:
-        rankings["random"] = random_rankings(record, np.random.default_rng([args.seed, index, len(direction)]))
+        rankings["random"] = random_ranking(record, args, index, direction)
         for name, scores in deletion_scores(model, record, rankings, ks=args.ks).items():
             entry["faithfulness"][name] = {
                 "words": len(scores.words),
                 "comprehensiveness": scores.comprehensiveness.sum(axis=1).tolist(),
                 "sufficiency": scores.sufficiency.sum(axis=1).tolist(),
             }
+        entry["agreement"] = agreement_scores(model, record, entry, args)
     return entry
+
+
+def pair_record(model: Any, tokenizer: Any, pair: Any, direction: str) -> Any:
+    """The pair's reference translation in `direction`, extracted teacher-forced."""
+    from vaswani_inspect import extract
+
+    source, target = (pair.es, pair.en) if direction == "es-en" else (pair.en, pair.es)
+    return extract(model, tokenizer, source, target, direction=direction)
+
+
+def random_ranking(record: Any, args: argparse.Namespace, index: int, direction: str) -> dict[int, list[int]]:
+    """The random baseline's ranking of one pair: seeded by the pair, so a rerun draws the same one."""
+    from vaswani_inspect.attribution.faithfulness import random_rankings
+
+    return random_rankings(record, np.random.default_rng([args.seed, index, len(direction)]))
+
+
+def agreement_scores(model: Any, record: Any, entry: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """Per method of `entry` (its cached matrices, punctuation zeroed) and "random": the ablation agreement on the
+    pair (means over its target words some head matters for, and how many words each mean is over)."""
+    from vaswani_inspect.attribution.ablation_agreement import ablation_agreement, ablation_view
+
+    view = ablation_view(model, record)
+    matrices = {method: np.asarray(rows, dtype=np.float64) for method, rows in entry["matrices"].items()}
+    ranking = random_ranking(record, args, entry["index"], entry["direction"])
+    matrices["random"] = np.zeros(view.matrix.shape)
+    for j, order in ranking.items():
+        matrices["random"][j, order] = np.arange(len(order), 0, -1)  # the first word ranked highest
+    found = {}
+    for name, matrix in matrices.items():
+        found[name] = ablation_agreement(matrix.reshape(view.matrix.shape), view, skip_punctuation=True).means()
+    return found
+
+
+def needs_agreement(entry: dict[str, Any]) -> bool:
+    """A cached test pair measured before the ablation agreement was (or without it for some of its methods)."""
+    return entry.get("split") == "test" and bool(
+        {*entry.get("matrices", {}), "random"} - set(entry.get("agreement", {}))
+    )
 
 
 def corpus_aer(entries: list[dict[str, Any]], method: str, threshold: float | None) -> dict[str, float]:
@@ -216,6 +270,7 @@ def summarise(cache: dict, methods: list[str], args: argparse.Namespace, counts:
         row: dict[str, Any] = {}
         faith = {"comprehensiveness": np.zeros(len(args.ks)), "sufficiency": np.zeros(len(args.ks)), "words": 0}
         times = []
+        agreements = []
         for direction in DIRECTIONS:
             test = [cache["test", direction, i] for i in range(counts["test"]) if ("test", direction, i) in cache]
             validation = [
@@ -224,6 +279,7 @@ def summarise(cache: dict, methods: list[str], args: argparse.Namespace, counts:
                 if ("validation", direction, i) in cache
             ]
             test = [e for e in test if method in e["faithfulness"]]
+            agreements += [e["agreement"][method] for e in test if method in e.get("agreement", {})]
             for entry in test:
                 scores = entry["faithfulness"][method]
                 faith["words"] += scores["words"]
@@ -250,16 +306,30 @@ def summarise(cache: dict, methods: list[str], args: argparse.Namespace, counts:
             row[name] = float(np.mean(per_k))
             row[f"{name}_per_k"] = dict(zip(map(str, args.ks), per_k))
         row["target_words"] = faith["words"]
+        row.update(pooled_agreement(agreements))
         measured = [t for t in times if t is not None]
         row["ms_per_sentence"] = float(np.mean(measured)) if measured else None
         rows[method] = row
     return rows
 
 
+def pooled_agreement(pairs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ablation agreement over every target word of `pairs` (each pair's means weighted by its words); None
+    where no word was scored, and how many test pairs had it."""
+    found: dict[str, Any] = {"ablation_pairs": len(pairs)}
+    for name, words in (("top1", "words"), ("spearman", "spearman_words")):
+        total = sum(pair[words] for pair in pairs)
+        weighted = sum(pair[name] * pair[words] for pair in pairs if pair[words])
+        found[f"ablation_{name}"] = weighted / total if total else None
+        found[f"ablation_{words}"] = total
+    return found
+
+
 def table(rows: dict[str, dict[str, Any]]) -> str:
     lines = [
-        "| method | AER es-en | AER en-es | comprehensiveness ↑ | sufficiency ↓ | ms / sentence |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| method | AER es-en | AER en-es | comprehensiveness ↑ | sufficiency ↓ | ablation top-1 ↑ | ablation ρ ↑ "
+        "| ms / sentence |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
 
     def aer(row: dict[str, Any], direction: str) -> str:
@@ -271,16 +341,60 @@ def table(rows: dict[str, dict[str, Any]]) -> str:
             text += f" ({chosen['test']['aer']:.3f} at {chosen['threshold']:g})"
         return text
 
+    def number(value: float | None, digits: int) -> str:
+        return "-" if value is None else f"{value:.{digits}f}"
+
     for method, row in rows.items():
-        ms = "-" if row.get("ms_per_sentence") is None else f"{row['ms_per_sentence']:.0f}"
         lines.append(
             f"| {method} | {aer(row, 'es-en')} | {aer(row, 'en-es')} | {row['comprehensiveness']:.3f} | "
-            f"{row['sufficiency']:.3f} | {ms} |"
+            f"{row['sufficiency']:.3f} | {number(row['ablation_top1'], 3)} | {number(row['ablation_spearman'], 3)} | "
+            f"{number(row.get('ms_per_sentence'), 0)} |"
         )
     return "\n".join(lines)
 
 
+def model_summary(
+    rows: dict[str, dict[str, Any]], counts: dict[str, int], args: argparse.Namespace, argv: list[str]
+) -> dict[str, Any]:
+    """The demo's summary of `rows`: what was measured, and per method its AER (argmax links) per direction,
+    comprehensiveness, sufficiency, ms per sentence and top-1 ablation agreement, rounded to 4 decimals (ms to
+    1); "random" has no AER and no time."""
+    split = (
+        "the hand-written pairs of vaswani_inspect.testing (tiny random model)"
+        if args.tiny
+        else "the project's test split (Tatoeba, 2,000 pairs, seed 0), first pairs in split order, reference "
+        "translations teacher-forced"
+    )
+    measured = {
+        "test_pairs": counts["test"],
+        "validation_pairs": counts["validation"],
+        "directions": list(DIRECTIONS),
+        "split": split,
+        "gold": "eflomal links (hf-vaswani word-align), punctuation skipped",
+        "ks": list(args.ks),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "command": shlex.join(["python", "benchmarks/bench_explanations.py", *argv]),
+    }
+
+    def rounded(value: float | None, digits: int = 4) -> float | None:
+        return None if value is None else round(float(value), digits)
+
+    methods: dict[str, dict[str, Any]] = {}
+    for method, row in rows.items():
+        summary: dict[str, Any] = {}
+        if method != "random":
+            summary["aer"] = {d: rounded(row.get(f"aer_{d}", {}).get("aer")) for d in DIRECTIONS}
+        summary["comprehensiveness"] = rounded(row["comprehensiveness"])
+        summary["sufficiency"] = rounded(row["sufficiency"])
+        if method != "random":
+            summary["ms_per_sentence"] = rounded(row.get("ms_per_sentence"), 1)
+        summary["ablation_agreement"] = rounded(row["ablation_top1"])
+        methods[method] = summary
+    return {"measured": measured, "methods": methods}
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = arguments(argv)
     torch.set_num_threads(args.threads)
     started = {"loadavg": loadavg(), "time": time.time()}
@@ -312,6 +426,13 @@ def main(argv: list[str] | None = None) -> int:
             done = cache.get((split, direction, index), {})
             missing = [m for m in args.methods if m not in done.get("matrices", {})]
             if not missing:
+                if needs_agreement(done):  # cached before the agreement was measured: only that, from the cache
+                    record = pair_record(model, tokenizer, pair, direction)
+                    update = {"split": split, "direction": direction, "index": index}
+                    update["agreement"] = agreement_scores(model, record, done, args)
+                    out.write(json.dumps(update) + "\n")
+                    out.flush()
+                    done.update(update)
                 continue
             # The deletion scores compare rankings on the same words: a pair is measured again whole.
             entry = measure_pair(
@@ -332,6 +453,8 @@ def main(argv: list[str] | None = None) -> int:
             "deletion_baseline": "the source word's pieces removed (language token and </s> kept)",
             "gold": "hf-vaswani word-align (eflomal) on the subset, learning from the whole corpus",
             "skip_punctuation": True,
+            "ablation_agreement": "each cross-attention head switched off alone; top-1 and Spearman against the "
+            "drop-weighted attention of the heads that matter, punctuation skipped",
             "work": str(work),
             "tiny": args.tiny,
         },
@@ -342,6 +465,13 @@ def main(argv: list[str] | None = None) -> int:
         "rows": rows,
     }
     save_and_print(args.json, payload, table(rows))
+    without = sum(needs_agreement(entry) for entry in cache.values())
+    if without:
+        print(f"{without} cached test pairs have no ablation agreement yet: rerun without --summary-only to add it.")
+    if args.model_summary:
+        summary = model_summary(rows, counts, args, argv)
+        Path(args.model_summary).write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"model summary: {args.model_summary}")
     return 0
 
 

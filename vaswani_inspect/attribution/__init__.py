@@ -33,9 +33,11 @@ path from the zero baseline is far from linear on this model, so fewer nodes lea
 
 Attention, and every attribution here, says where a prediction's *inputs* matter to the method's measure, not why
 the model chose its words; the measurements (plausibility against an aligner, faithfulness by deletion) say how
-far to trust each one.
+far to trust each one; so does the agreement with head ablation (`ablation_view`, `ablation_agreement`): do
+the source words a method ranks first match where the cross-attention heads the prediction needs are looking?
 """
 
+from .ablation_agreement import AblationAgreement, AblationView, ablation_agreement, ablation_view
 from .api import METHODS, MODEL_METHODS, SHARE_METHODS, attribute, attribute_methods, check_method, method_options
 from .gradients import DEFAULT_STEPS, embedding_attributions
 from .pooling import pool_rows, pool_to_words, source_shares
@@ -46,7 +48,11 @@ __all__ = [
     "METHODS",
     "MODEL_METHODS",
     "SHARE_METHODS",
+    "AblationAgreement",
+    "AblationView",
     "Attribution",
+    "ablation_agreement",
+    "ablation_view",
     "attribute",
     "attribute_methods",
     "attribution_links",
