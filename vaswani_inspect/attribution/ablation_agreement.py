@@ -16,7 +16,8 @@ positive drops, is returned so that a reader can leave such words out or weigh b
 **Agreement of a method** (`ablation_agreement`), on each target word with pieces and a positive total drop:
 
 * **top-1**: 1 when the method's top-ranked source word is the view's top source word, else 0 (ties by position,
-  the ranking `faithfulness.rankings_of` gives the deletion test): what the issue's question asks literally;
+  the ranking `faithfulness.rankings_of` gives the deletion test): "does the method rank first the source words
+  whose heads matter?" read literally;
 * **Spearman**: the rank correlation of the method's row and the view's row over the candidate source words (the
   whole ranking, not only its head; NaN with fewer than two candidates or a constant row).
 
