@@ -15,12 +15,17 @@ The app translates a sentence (Spanish -> English or English -> Spanish) and sho
   with the alignment links boxed, or subword level; next to it the aligned words as lines between the two
   sentences;
 * the aligned word pairs (each target word with the source word it attends to most);
+* an explanation method for the heatmap, the lines and the pairs (`vaswani_inspect.attribution.METHODS`: attention,
+  attention norms, rollout, the gradient methods when captum is installed, value zeroing), with a sentence on how
+  faithful it measured on the model (the model folder's ``explanations.json``), and under the translation a bar per
+  target word of the share that comes from the source rather than the target prefix;
 * bertviz's head view and model view of the encoder, decoder or cross-attention, as an offline page inside an
   ``<iframe sandbox="allow-scripts" srcdoc="...">`` (Gradio's HTML component does not run scripts);
 * the attention record (every matrix, as `vaswani_inspect.AttentionRecord` JSON) to download.
 
 The record of the last translation is kept in a `gr.State`: changing the layer, head, shift, skip-punctuation or
-view redraws from it and never runs the model again. The translate function is the named API endpoint
+view redraws from it and never runs the model again; each explanation method's attribution of it is computed once
+and kept beside it. The translate function is the named API endpoint
 ``/translate`` (``docs/demo.md``); it checks every value itself and answers a bad one with a sentence.
 
 The page speaks Spanish and English: its texts go through Gradio's i18n (`gr.I18n`, the browser's language), and
@@ -28,11 +33,13 @@ what the server writes (status, refusals, warnings, figure titles) follows the r
 
 Modules: `settings` (limits, defaults, the controls' values, the course examples), `texts` (every word, in English
 and Spanish), `choices` (what the controls offer, read once from the model), `checks` (the input rules), `runner`
-(runs the model: translations, heads switched off), `drawing` (figures, word pairs and bertviz views from a record),
-`figures` (the figures' titles), `embed` (bertviz pages in an iframe), `files` (the records offered for download),
-`backend` (`DemoBackend`: choices, runner and files of one model), `layout` (the components), `events` (what they
-do, in Gradio's shapes), `app` (`build_app`, `launch_app`), `commands` (``hf-vaswani demo``), `testing` (a tiny
-model folder for tests).
+(runs the model: translations, heads switched off, explanations), `drawing` (figures, word pairs and bertviz views
+from a record), `attribution_drawing` (the same pictures of an explanation method's attribution), `figures` (the
+figures' titles), `measurements` (the model's ``explanations.json`` in a sentence), `embed` (bertviz pages in an
+iframe), `files` (the records offered for download), `backend` (`DemoBackend`: choices, runner and files of one
+model), `layout` (the components), `events` (what they do, in Gradio's shapes), `explaining` (the explanation
+methods' part of it), `answers` (a request's language, a warning on the page), `app` (`build_app`, `launch_app`),
+`commands` (``hf-vaswani demo``), `testing` (a tiny model folder for tests).
 
 Importing this package sets ``GRADIO_ANALYTICS_ENABLED=False`` (before Gradio is imported) and the app is built
 with ``analytics_enabled=False``: the demo makes no network request of its own. `build_app`, `launch_app` and

@@ -2,13 +2,16 @@
 
 The layer and head dropdowns, the beam and length sliders, the ablation panel's heads and the page's limits all come
 from the model's configuration (its decoder layers and heads, `config.alignment`, its generation config and position
-limit). `DemoChoices.from_model` reads them once, the controls' labels in every language of the page included; the
-page (`vaswani_demo.layout`) and the input rules (`vaswani_demo.checks`) read this frozen value and never go back to
-the model.
+limit); the explanation methods offered from the libraries installed (the gradient methods need captum), and their
+measured faithfulness from the model folder's ``explanations.json`` (`vaswani_demo.measurements`).
+`DemoChoices.from_model` reads them once, the controls' labels in every language of the page included; the page
+(`vaswani_demo.layout`) and the input rules (`vaswani_demo.checks`) read this frozen value and never go back to the
+model.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -16,20 +19,30 @@ from typing import Any
 
 from hf_vaswani.limits import MAX_NUM_BEAMS, generation_limits
 from vaswani_inspect.ablation import head_counts
-from vaswani_inspect.alignment.config import DEFAULT_ALIGNMENT, model_alignment
+from vaswani_inspect.alignment.config import DEFAULT_ALIGNMENT, model_aligner, model_alignment
+from vaswani_inspect.attribution import METHODS
+from vaswani_inspect.attribution.gradients import GRADIENT_METHODS
 from vaswani_inspect.record import check_alignment
 
 from .figures import settings_text
+from .measurements import model_folder, read_measurements
 from .settings import HEAD_LABEL, MAX_BEAMS, MEAN, MODEL_ALIGNER
 from .texts import DEFAULT_LANGUAGE, LANGUAGES, message
 
-__all__ = ["DemoChoices", "head_value"]
+__all__ = ["DemoChoices", "head_value", "offered_methods"]
 
 #: The longest source a model without a position limit of its own is given, in tokens.
 _FALLBACK_MAX_TOKENS = 512
 
 #: A control's choices: (label, value) pairs, in the order shown.
 Options = tuple[tuple[str, str], ...]
+
+
+def offered_methods() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the explanation methods the demo offers, attention first; those it cannot, for want of captum)."""
+    if importlib.util.find_spec("captum") is not None:
+        return METHODS, ()
+    return tuple(m for m in METHODS if m not in GRADIENT_METHODS), tuple(m for m in METHODS if m in GRADIENT_METHODS)
 
 
 def head_value(heads: list[int] | str) -> str:
@@ -56,6 +69,12 @@ class DemoChoices:
             (`layer_choices`, `head_choices`).
         defaults: the layer, head and shift controls' starting values (`default_choices`).
         ablation_labels: ``{kind: ("L0 H0", "L0 H1", ...)}``, the ablation panel's heads (`head_labels`).
+        methods, missing_methods: the explanation methods offered (`vaswani_inspect.attribution.METHODS`, attention
+            first) and those left out because a library they need is missing (`offered_methods`).
+        default_method: the method the selector starts at: the model's aligner when its ``config.alignment``
+            names an offered one, else "attention".
+        measurements: the model folder's ``explanations.json`` (`vaswani_demo.measurements.read_measurements`),
+            None for a model without one.
     """
 
     model_name: str
@@ -72,6 +91,10 @@ class DemoChoices:
     head_options: Mapping[str, Options]
     defaults: Mapping[str, Any]
     ablation_labels: Mapping[str, tuple[str, ...]]
+    methods: tuple[str, ...] = METHODS
+    missing_methods: tuple[str, ...] = ()
+    default_method: str = "attention"
+    measurements: Mapping[str, Any] | None = None
 
     @classmethod
     def from_model(cls, model: Any, tokenizer: Any, model_name: str = "") -> DemoChoices:
@@ -95,6 +118,8 @@ class DemoChoices:
         alignment = check_alignment(model_alignment(config)) or dict(DEFAULT_ALIGNMENT)
         layers, heads = int(config.decoder_layers), int(config.decoder_attention_heads)
         counts = head_counts(model)
+        methods, missing = offered_methods()
+        aligner = (model_aligner(config) or {}).get("method")
         return cls(
             model_name=model_name or str(getattr(config, "_name_or_path", "") or type(model).__name__),
             max_tokens=max_tokens,
@@ -110,6 +135,10 @@ class DemoChoices:
             head_options=MappingProxyType({lang: _head_options(heads, alignment, lang) for lang in LANGUAGES}),
             defaults=MappingProxyType(_defaults(alignment)),
             ablation_labels=MappingProxyType({kind: _labels(*counted) for kind, counted in counts.items()}),
+            methods=methods,
+            missing_methods=missing,
+            default_method=aligner if aligner in methods else "attention",
+            measurements=read_measurements(model_folder(model)),
         )
 
     def layer_choices(self, language: str = DEFAULT_LANGUAGE) -> list[tuple[str, str]]:

@@ -4,11 +4,13 @@
 
 A translation (`translate_outputs`) checks every value (`vaswani_demo.checks.translation_request`), runs the model
 once (`ModelRunner.run`), reads the word pairs (`vaswani_demo.drawing.word_pairs`) and answers with the translation,
-the status, the pairs and the record; three events that follow it draw the heatmap with the alignment lines and the
-bertviz view from that record and offer its file, so that the translation waits for none of them (what the previous
-sentence left is cleared in the browser when a translation starts). The layer, head, shift, skip-punctuation, unit,
-view and attention-kind controls redraw from the session's record without running the model again; the ablation
-button translates the record's sentence again with the ticked heads off (`ablation_outputs`).
+the status, the pairs and the record; three events that follow it draw the alignment section (heatmap, lines,
+pairs and the source-vs-prefix bar, by the chosen explanation method: `vaswani_demo.explaining`) and the bertviz
+view from that record and offer its file, so that the translation waits for none of them (what the previous
+sentence left is cleared in the browser when a translation starts). The explanation method, layer, head, shift,
+skip-punctuation, unit, view and attention-kind controls redraw from the session's record (and its explanations)
+without translating again; the ablation button translates the record's sentence again with the ticked heads off
+(`ablation_outputs`).
 
 The API has four named endpoints: ``/translate`` (the translate button), then ``/alignment``, ``/view`` and
 ``/record``, which work from the last translation of the caller's session (a `gradio_client.Client` keeps one). These
@@ -23,7 +25,6 @@ browser sets from its language settings); the page's own texts are translated in
 
 from __future__ import annotations
 
-import html
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -33,11 +34,13 @@ import gradio as gr
 # The module, not its functions: each call looks its function up, so that a test can replace one.
 import vaswani_demo.drawing as drawing
 
+from .answers import request_language, warn_on_page
 from .backend import DemoBackend
 from .checks import alignment_options, translation_request, view_options
+from .explaining import explanation_handlers
 from .layout import DemoLayout
 from .runner import AblationResult, TranslationResult
-from .texts import DEFAULT_LANGUAGE, Refusal, language_from_header, message
+from .texts import DEFAULT_LANGUAGE, Refusal, message
 
 __all__ = [
     "ablation_handler",
@@ -55,20 +58,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-
-def request_language(request: gr.Request | None) -> str:
-    """The language to answer `request` in: Spanish or English, from its ``Accept-Language`` header (English
-    without a request or header, as for most API clients)."""
-    if request is None:
-        return DEFAULT_LANGUAGE
-    return language_from_header(request.headers.get("accept-language"))
-
-
-def _warn(text: str) -> None:
-    """Show `text` as a warning on the page; escaped, since Gradio renders a warning's message as HTML (and the
-    demo's messages name ``<unk>`` and characters the user typed)."""
-    gr.Warning(html.escape(text, quote=False))
 
 
 def translate_outputs(
@@ -196,7 +185,7 @@ def translate_handler(backend: DemoBackend) -> Callable[..., tuple[Any, ...]]:
             backend, text, direction, num_beams, max_new_tokens, layer, head, language=language
         )
         if not result.ok:
-            _warn(result.status)
+            warn_on_page(result.status)
         return outputs
 
     return translate
@@ -212,7 +201,7 @@ def _quietly_on_the_page(language: str, error: Exception, failed: str, empty: An
     dialog, for anything else."""
     if not (isinstance(error, Refusal) and error.key == "api.first"):
         logger.exception("The demo could not draw for the page")
-        _warn(message(language, failed, error=type(error).__name__))
+        warn_on_page(message(language, failed, error=type(error).__name__))
     return empty
 
 
@@ -298,7 +287,8 @@ def redraw_handlers(
 ) -> tuple[Callable[..., tuple[Any, Any, Any]], Callable[..., str], Callable[..., str | None]]:
     """The page's (heatmap, alignment lines and word pairs; bertviz view; record file) from a record, after a
     translation and when a control changes: nothing for no record; an error becomes a warning on the page (and a
-    traceback in the log), never an error dialog."""
+    traceback in the log), never an error dialog. (The page itself draws its alignment section through
+    `vaswani_demo.explaining`, by the chosen explanation method; the first function draws the attention alone.)"""
     return _drawing_functions(backend, _quietly_on_the_page)
 
 
@@ -368,7 +358,7 @@ def ablation_handler(backend: DemoBackend) -> Callable[..., tuple[Any, ...]]:
             language=request_language(request),
         )
         if not result.ok:
-            _warn(result.status)
+            warn_on_page(result.status)
         return outputs
 
     return ablate
@@ -386,9 +376,10 @@ def page_load_handler() -> Callable[..., Any]:
     return load
 
 
-#: Clears what the previous sentence left (heatmap, lines, view, record file) in the browser as a translation starts,
-#: without a server round trip: it would otherwise stand next to the new translation until its own is drawn.
-_CLEAR_JS = "() => [null, null, '', null]"
+#: Clears what the previous sentence left (heatmap, lines, view, record file, source-share bar) in the browser as a
+#: translation starts, without a server round trip: it would otherwise stand next to the new translation until its
+#: own is drawn.
+_CLEAR_JS = "() => [null, null, '', null, null]"
 
 
 def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurrency_limit: int) -> None:
@@ -408,19 +399,24 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
         concurrency_id="model",
         concurrency_limit=concurrency_limit,
     )
-    redraw_alignment, redraw_view, offer_record = redraw_handlers(backend)
+    # The page draws its alignment section by the chosen method (`explanation_handlers`); the attention-only drawing
+    # of `redraw_handlers` is what /alignment answers with, through `after_translation_endpoints`.
+    _, redraw_view, offer_record = redraw_handlers(backend)
+    explained_alignment, describe_method = explanation_handlers(backend)
     redraw_events: dict[str, Any] = dict(
         api_visibility="private", concurrency_id="redraw", concurrency_limit=concurrency_limit, show_progress="minimal"
     )
     alignment_inputs = [ui.record_state, ui.layer, ui.head, ui.unit, ui.shift, ui.skip_punctuation]
     alignment_shown = [ui.plot, ui.links, ui.pairs]
+    explained_inputs = [ui.record_state, ui.explanations_state, ui.method, *alignment_inputs[1:]]
+    explained_shown = [*alignment_shown, ui.share_plot, ui.explanations_state]
     view_inputs = [ui.record_state, ui.view, ui.kind]
-    stale = [ui.plot, ui.links, ui.views, ui.record_file]
+    stale = [ui.plot, ui.links, ui.views, ui.record_file, ui.share_plot]
     clear: dict[str, Any] = dict(fn=None, js=_CLEAR_JS, outputs=stale, api_visibility="private", queue=False)
 
     def after(translation: Any) -> None:
         """Once `translation` (an event) has finished: draw its figures and offer its record, side by side."""
-        translation.then(redraw_alignment, inputs=alignment_inputs, outputs=alignment_shown, **redraw_events)
+        translation.then(explained_alignment, inputs=explained_inputs, outputs=explained_shown, **redraw_events)
         translation.then(redraw_view, inputs=view_inputs, outputs=[ui.views], **redraw_events)
         translation.then(offer_record, inputs=[ui.record_state], outputs=[ui.record_file], **redraw_events)
 
@@ -453,8 +449,9 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
         concurrency_limit=concurrency_limit,
     )
 
-    for control in (ui.layer, ui.head, ui.unit, ui.shift, ui.skip_punctuation):
-        control.change(redraw_alignment, inputs=alignment_inputs, outputs=alignment_shown, **redraw_events)
+    for control in (ui.method, ui.layer, ui.head, ui.unit, ui.shift, ui.skip_punctuation):
+        control.change(explained_alignment, inputs=explained_inputs, outputs=explained_shown, **redraw_events)
+    ui.method.change(describe_method, inputs=[ui.method], outputs=[ui.method_note], api_visibility="private")
     for control in (ui.view, ui.kind):
         control.change(redraw_view, inputs=view_inputs, outputs=[ui.views], **redraw_events)
     app.load(page_load_handler(), outputs=[ui.pairs], api_visibility="private", queue=False)

@@ -14,9 +14,12 @@ from dataclasses import dataclass
 import gradio as gr
 from gradio.i18n import I18nData
 
+from vaswani_inspect.attribution import METHODS
+
 from .choices import DemoChoices
 from .drawing import pair_headers
 from .embed import placeholder_html
+from .explaining import method_note
 from .settings import EXAMPLES, KINDS, MAX_CHARS, STATE_TTL_SECONDS, UNITS, VIEWS
 from .texts import DEFAULT_LANGUAGE, LANGUAGES, page_texts
 from .texts import choices as fixed_choices
@@ -24,13 +27,13 @@ from .texts import choices as fixed_choices
 __all__ = ["DemoLayout", "build_layout", "page_i18n", "page_translations"]
 
 #: The controls whose choices `page_translations` names, with the values they offer.
-_CHOICE_CONTROLS = {"direction": ("es-en", "en-es"), "kind": KINDS, "view": VIEWS, "unit": UNITS}
+_CHOICE_CONTROLS = {"direction": ("es-en", "en-es"), "kind": KINDS, "view": VIEWS, "unit": UNITS, "method": METHODS}
 
 
 def page_translations(choices: DemoChoices) -> dict[str, dict[str, str]]:
     """Every text of the page, by language and key: `vaswani_demo.texts.PAGE` filled with the model's name and
-    limits, and the labels of the controls' choices (``choice.CONTROL.VALUE``, the layer and head choices
-    included)."""
+    limits, the labels of the controls' choices (``choice.CONTROL.VALUE``, the layer and head choices included),
+    and the note under the explanation method selector for the method it starts at (``method.note``)."""
     fields = {"model": choices.model_name, "max_chars": MAX_CHARS, "max_tokens": choices.max_tokens}
     translations = page_texts(fields)
     for language in LANGUAGES:
@@ -39,6 +42,7 @@ def page_translations(choices: DemoChoices) -> dict[str, dict[str, str]]:
             named.update({f"choice.{control}.{value}": label for label, value in fixed_choices(language, control)})
         named.update({f"choice.layer.{value}": label for label, value in choices.layer_options[language]})
         named.update({f"choice.head.{value}": label for label, value in choices.head_options[language]})
+        named["method.note"] = method_note(choices, choices.default_method, language)
     return translations
 
 
@@ -66,8 +70,12 @@ class DemoLayout:
     # translation outputs
     translation: gr.Textbox
     status: gr.Textbox
+    share_plot: gr.Plot
     record_file: gr.File
-    # cross-attention heatmap, aligned words as lines, and word pairs
+    # the explanation method, the note under it (what it reads, how faithful it measured)
+    method: gr.Radio
+    method_note: gr.Markdown
+    # cross-attention (or the method's) heatmap, aligned words as lines, and word pairs
     layer: gr.Dropdown
     head: gr.Dropdown
     shift: gr.Checkbox
@@ -90,8 +98,9 @@ class DemoLayout:
     view: gr.Radio
     kind: gr.Radio
     views: gr.HTML
-    # the record of the session's last translation, which every redraw reads
+    # the record of the session's last translation, which every redraw reads, and its explanations by method
     record_state: gr.State
+    explanations_state: gr.State
     # never shown: what the API's /alignment and /view endpoints hang on (the page draws through its own events)
     api_trigger: gr.Button
 
@@ -116,6 +125,7 @@ def build_layout(choices: DemoChoices, i18n: gr.I18n) -> DemoLayout:
     ablation = _ablation_section(choices, i18n)
     bertviz = _bertviz_section(i18n)
     record_state = gr.State(None, time_to_live=STATE_TTL_SECONDS)
+    explanations_state = gr.State(None, time_to_live=STATE_TTL_SECONDS)
     api_trigger = gr.Button(visible=False, elem_id="api-trigger")
     return DemoLayout(
         **inputs,
@@ -125,6 +135,7 @@ def build_layout(choices: DemoChoices, i18n: gr.I18n) -> DemoLayout:
         **ablation,
         **bertviz,
         record_state=record_state,
+        explanations_state=explanations_state,
         api_trigger=api_trigger,
     )
 
@@ -164,12 +175,21 @@ def _translation_outputs(i18n: gr.I18n) -> dict[str, gr.components.Component]:
         label=i18n("translation.label"), interactive=False, lines=2, buttons=["copy"], elem_id="translation"
     )
     status = gr.Textbox(label=i18n("status.label"), interactive=False, lines=2, elem_id="status")
+    share_plot = gr.Plot(label=i18n("share.label"), format="png", elem_id="source-share")
     record_file = gr.File(label=i18n("record.label"), interactive=False, elem_id="record-file")
-    return dict(translation=translation, status=status, record_file=record_file)
+    return dict(translation=translation, status=status, share_plot=share_plot, record_file=record_file)
 
 
 def _alignment_section(choices: DemoChoices, i18n: gr.I18n) -> dict[str, gr.components.Component]:
     gr.Markdown(i18n("alignment.intro"))
+    method = gr.Radio(
+        _choices(i18n, "method", choices.methods),
+        value=choices.default_method,
+        label=i18n("method.label"),
+        elem_id="method",
+    )
+    gr.Markdown(i18n("methods.missing"), visible=bool(choices.missing_methods), elem_id="methods-missing")
+    note = gr.Markdown(i18n("method.note"), elem_id="method-note")
     defaults = choices.defaults
     layers = [value for _, value in choices.layer_options[DEFAULT_LANGUAGE]]
     heads = [value for _, value in choices.head_options[DEFAULT_LANGUAGE]]
@@ -197,6 +217,8 @@ def _alignment_section(choices: DemoChoices, i18n: gr.I18n) -> dict[str, gr.comp
                 elem_id="alignment-pairs",
             )
     return dict(
+        method=method,
+        method_note=note,
         layer=layer,
         head=head,
         shift=shift,

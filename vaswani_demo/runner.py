@@ -1,9 +1,11 @@
 """The part of the demo that runs the model: load it, translate a checked request keeping every attention matrix
-(`vaswani_inspect.extract.extract`), and translate a record's sentence again with heads switched off.
+(`vaswani_inspect.extract.extract`), translate a record's sentence again with heads switched off, and explain a
+record's translation by an attribution method (`vaswani_inspect.attribution.attribute`).
 
 One `ModelRunner` serves every request: the model is shared by Gradio's worker threads, which `hf_vaswani`'s model
-supports, and the run counter is guarded by a lock. Ablations switch heads off in a copy of the model that only
-they use (one at a time), so that translations served at the same time never see the switched-off heads.
+supports, and the run counter is guarded by a lock. Ablations and the explanation methods that run the model work
+in a copy of it that only they use, one at a time (the copy's lock): translations served at the same time never
+see the switched-off heads, nor the hooks value zeroing puts on the cross-attention or the gradients' passes.
 
 Every sentence for the user comes in the `language` a method is given (``"en"`` or ``"es"``, `vaswani_demo.texts`);
 the input rules are `vaswani_demo.checks`. Nothing here knows of Gradio.
@@ -26,14 +28,22 @@ from hf_vaswani import paths
 from hf_vaswani.inference import load_translator
 from hf_vaswani.source_checks import UnknownCharactersWarning
 from vaswani_inspect.ablation import ablate_heads
+from vaswani_inspect.attribution import MODEL_METHODS, attribute
 from vaswani_inspect.extract import extract
 
 from .checks import TranslationRequest, heads_from_labels, text_notes, translation_request
 from .choices import DemoChoices
-from .settings import MODEL_ENV
+from .settings import METHOD_OPTIONS, MODEL_ENV
 from .texts import DEFAULT_LANGUAGE, Named, Refusal, decimal, message
 
-__all__ = ["AblationResult", "ModelRunner", "TranslationResult", "load_model", "resolve_model_path"]
+__all__ = [
+    "AblationResult",
+    "ExplanationResult",
+    "ModelRunner",
+    "TranslationResult",
+    "load_model",
+    "resolve_model_path",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -106,15 +116,28 @@ class AblationResult:
     heads_off: list[str] = field(default_factory=list)
 
 
+@dataclass
+class ExplanationResult:
+    """One explanation of a record's translation: the `Attribution` (`vaswani_inspect.attribution`) and the
+    seconds it took, or a message saying why there is none."""
+
+    attribution: Any = None
+    status: str = ""
+    ok: bool = False
+    seconds: float = 0.0
+
+
 class ModelRunner:
-    """Runs the model: translations (`translate`, `run`) and translations with heads off (`ablate`).
+    """Runs the model: translations (`translate`, `run`), translations with heads off (`ablate`) and explanations
+    (`explain`).
 
     Attributes:
         model, tokenizer: the loaded model (eval mode) and its tokenizer.
         translator: a CTranslate2 translator (`hf_vaswani.backends`) that chooses the output, or None (``generate``
             does); the attention always comes from one teacher-forced pass of the PyTorch model over that output.
         choices: what the model accepts (`DemoChoices`): the limits every request is checked against.
-        model_runs: how many times the model was run (translations, ablations); redraws do not count.
+        model_runs: how many times the model was run (translations, ablations, explanations by a method that runs
+            it); redraws do not count.
     """
 
     def __init__(self, model: Any, tokenizer: Any, choices: DemoChoices, translator: Any = None) -> None:
@@ -124,8 +147,10 @@ class ModelRunner:
         self.choices = choices
         self.model_runs = 0
         self._lock = threading.Lock()
-        self._ablation_lock = threading.Lock()  # one ablated run at a time: they share one copy of the model
+        # One ablated run or explanation at a time: they share one copy of the model.
+        self._ablation_lock = threading.Lock()
         self._ablation_model: Any = None
+        self._last_explanation: Any = None  # what the copy last explained, for a request that waited on it
 
     def _count_run(self) -> None:
         with self._lock:
@@ -286,7 +311,51 @@ class ModelRunner:
         return settings, self._extract_with(model, record, settings).target_text
 
     def _ablation_copy(self) -> Any:
-        """The copy of the model that ablated runs switch heads off in (made on first use)."""
+        """The copy of the model that ablated runs switch heads off in and explanations run (made on first
+        use)."""
         if self._ablation_model is None:
             self._ablation_model = copy.deepcopy(self.model).eval()
         return self._ablation_model
+
+    # ------------------------------------------------------------------------------------------------ explaining
+
+    def explain(self, record: Any, method: str, *, language: str = DEFAULT_LANGUAGE) -> ExplanationResult:
+        """Explain `record`'s translation (token level, from `translate`) by `method`, one of
+        `vaswani_inspect.attribution.METHODS`, with the demo's options for it (`settings.METHOD_OPTIONS`).
+
+        The methods that run the model (`MODEL_METHODS`) run in the copy of the model, one at a time; the others
+        read the record's attention only. Never raises for a failure of the method: the result then has
+        `ok=False` and a sentence in `language` (a missing library named with how to install it; the log has the
+        traceback of anything else).
+        """
+        started = time.perf_counter()
+        try:
+            if method in MODEL_METHODS:
+                attribution = self._explain_with_the_copy(record, method)
+            else:
+                attribution = attribute(self.model, self.tokenizer, record, method=method, **_options(method))
+        except ImportError as error:  # captum, the [explain] extra
+            logger.warning("The demo cannot explain by %s: %s", method, error)
+            return ExplanationResult(status=message(language, "explain.needs", method=Named("method", method)))
+        except Exception as error:  # noqa: BLE001 - the user gets a sentence, the log gets the traceback
+            logger.exception("The demo failed to explain %r by %s", getattr(record, "source_text", None), method)
+            told = message(language, "explain.failed", method=Named("method", method), error=type(error).__name__)
+            return ExplanationResult(status=told)
+        return ExplanationResult(attribution, "", True, time.perf_counter() - started)
+
+    def _explain_with_the_copy(self, record: Any, method: str) -> Any:
+        """`method`'s attribution of `record`, computed in the copy of the model; a request for the one it has
+        just computed (another redraw of the same page that waited for it) gets that one."""
+        with self._ablation_lock:
+            last = self._last_explanation
+            if last is not None and last.record is record and last.method == method:
+                return last
+            self._count_run()
+            attribution = attribute(self._ablation_copy(), self.tokenizer, record, method=method, **_options(method))
+            self._last_explanation = attribution
+            return attribution
+
+
+def _options(method: str) -> dict[str, Any]:
+    """The options the demo passes to `attribute` for `method` (a copy: the settings stay as they are)."""
+    return dict(METHOD_OPTIONS.get(method, {}))

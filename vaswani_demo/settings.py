@@ -20,8 +20,11 @@ __all__ = [
     "MAX_CHARS",
     "MAX_SESSIONS",
     "MEAN",
+    "MEASUREMENTS_FILE",
+    "METHOD_OPTIONS",
     "MODEL_ALIGNER",
     "MODEL_ENV",
+    "SHARE_FALLBACK",
     "STATE_TTL_SECONDS",
     "UNITS",
     "VIEWS",
@@ -75,6 +78,17 @@ HEAD_LABEL = "L{layer} H{head}"
 MEAN = "mean"
 #: The layer choice that reads the alignment as the model's configuration says, averaged readings included.
 MODEL_ALIGNER = "model"
+
+#: The options the demo passes to `vaswani_inspect.attribution.attribute` for each explanation method (a method
+#: not listed: none, the method's defaults), e.g. ``{"integrated_gradients": {"n_steps": 32}}``. The one place to
+#: change what the demo computes per method.
+METHOD_OPTIONS: dict[str, dict[str, object]] = {}
+#: The method whose source-vs-prefix share the page shows when the chosen one measures none: it reads only the
+#: record's attention (milliseconds, no model run).
+SHARE_FALLBACK = "rollout"
+#: The file of a model folder that says how faithful each explanation method measured on that model (written by
+#: ``benchmarks/bench_explanations.py``).
+MEASUREMENTS_FILE = "explanations.json"
 
 #: Page style (Gradio 6 takes it in `launch`): a long translation must not make the heatmap metres tall.
 APP_CSS = "#alignment-plot img { max-height: 760px; object-fit: contain; }"

@@ -70,8 +70,17 @@ PAGE: dict[str, dict[str, str]] = {
             "word is the decoder input), columns source words; red boxes and lines mark each target word's most "
             "attended source word. The controls start at the model's own alignment configuration. Attention is "
             "not an explanation: a head's weights show where it read from, not why the model chose its words; a "
-            "head trained to follow a statistical aligner is an aligner."
+            "head trained to follow a statistical aligner is an aligner.\n\n"
+            "The explanation method redraws the word heatmap, the lines and the word pairs with another reading of "
+            "where each target word comes from: attention norms, rollout, gradients or value zeroing. The sentence "
+            "under it says how faithful that method measured on this model."
         ),
+        "method.label": "Explanation method",
+        "methods.missing": (
+            "Saliency, input × gradient and integrated gradients need captum, which is not installed here: "
+            "`pip install 'hf-vaswani[explain]'`."
+        ),
+        "share.label": "Source or target prefix, per target word",
         "layer.label": "Decoder layer",
         "head.label": "Head",
         "shift.label": "Shift (read each word where it is the decoder input)",
@@ -135,8 +144,18 @@ PAGE: dict[str, dict[str, str]] = {
             "recuadros y las líneas rojas marcan la palabra fuente a la que más atiende cada palabra destino. Los "
             "controles empiezan en la configuración de alineamiento del propio modelo. La atención no es una "
             "explicación: los pesos de una cabeza muestran de dónde leyó, no por qué el modelo eligió sus palabras; "
-            "una cabeza entrenada para imitar a un alineador estadístico es un alineador."
+            "una cabeza entrenada para imitar a un alineador estadístico es un alineador.\n\n"
+            "El método de explicación vuelve a dibujar el mapa de calor de palabras, las líneas y los pares de "
+            "palabras con otra lectura de dónde sale cada palabra destino: normas de la atención, rollout, "
+            "gradientes o anulación de valores. La frase de debajo dice cuán fiel resultó ese método al medirlo en "
+            "este modelo."
         ),
+        "method.label": "Método de explicación",
+        "methods.missing": (
+            "Saliencia, entrada × gradiente y gradientes integrados necesitan captum, que no está instalado aquí: "
+            "`pip install 'hf-vaswani[explain]'`."
+        ),
+        "share.label": "Fuente o prefijo destino, por palabra destino",
         "layer.label": "Capa del decoder",
         "head.label": "Cabeza",
         "shift.label": "Desplazamiento (leer cada palabra en el paso en que es la entrada del decoder)",
@@ -185,6 +204,15 @@ CHOICES: dict[str, dict[str, dict[str, str]]] = {
         "view": {"head": "Head view", "model": "Model view"},
         "unit": {"words": "Words, alignment links boxed", "tokens": "Subword tokens"},
         "language": {"es": "Spanish", "en": "English"},
+        "method": {
+            "attention": "Attention",
+            "attention_norm": "Attention × value norm",
+            "rollout": "Attention rollout",
+            "saliency": "Saliency (gradients)",
+            "input_x_gradient": "Input × gradient",
+            "integrated_gradients": "Integrated gradients",
+            "value_zeroing": "Value zeroing",
+        },
     },
     "es": {
         "direction": {"es-en": "Español → inglés", "en-es": "Inglés → español"},
@@ -196,6 +224,15 @@ CHOICES: dict[str, dict[str, dict[str, str]]] = {
         "view": {"head": "Vista de cabezas", "model": "Vista del modelo"},
         "unit": {"words": "Palabras, con los enlaces de alineamiento recuadrados", "tokens": "Tokens de subpalabra"},
         "language": {"es": "español", "en": "inglés"},
+        "method": {
+            "attention": "Atención",
+            "attention_norm": "Atención × norma del valor",
+            "rollout": "Rollout de la atención",
+            "saliency": "Saliencia (gradientes)",
+            "input_x_gradient": "Entrada × gradiente",
+            "integrated_gradients": "Gradientes integrados",
+            "value_zeroing": "Anulación de valores",
+        },
     },
 }
 
@@ -305,6 +342,65 @@ MESSAGES: dict[str, dict[str, str]] = {
         ),
         "ablation.changed": "changed",
         "ablation.same": "is the same",
+        # explanation methods
+        "option.method": "The explanation method must be one of {methods}, got {value}.",
+        "explain.needs": "{method} needs captum, which is not installed: pip install 'hf-vaswani[explain]'.",
+        "explain.failed": "{method} could not be computed ({error}); the server log has the details.",
+        "figure.attribution": "{method}: source words per target word",
+        "figure.attribution_links": "aligned words, {method}",
+        "figure.share": "where each target word comes from ({method})",
+        "figure.share.instead": "where each target word comes from ({method}; the chosen method does not measure it)",
+        "figure.share.source": "source",
+        "figure.share.prefix": "target prefix",
+        "figure.share.axis": "share",
+        "method.about.attention": (
+            "the cross-attention weights of the layer and head chosen below, with or without shift: the reading the "
+            "model aligns with."
+        ),
+        "method.about.attention_norm": (
+            "each cross-attention weight times the length of the vector its source token sends through the head "
+            "(Kobayashi et al. 2020), on the layers and heads of the model's aligner."
+        ),
+        "method.about.rollout": (
+            "attention followed back through every decoder layer, self- and cross-attention together (Abnar and "
+            "Zuidema 2020); it also splits each target word between the source and the target prefix."
+        ),
+        "method.about.saliency": (
+            "how strongly each target word's log-probability responds to each source word's embedding (the size "
+            "of its gradient)."
+        ),
+        "method.about.input_x_gradient": (
+            "the gradient multiplied by the embedding itself: a word counts by what it contributes, not only by how "
+            "sensitive the output is to it."
+        ),
+        "method.about.integrated_gradients": (
+            "gradients added up along a path from all-zero embeddings to the real ones: the slowest method here, "
+            "seconds per sentence."
+        ),
+        "method.about.value_zeroing": (
+            "how far each target position's final decoder state moves when one source token's values are zeroed in "
+            "every cross-attention layer (Mohebbi et al. 2023)."
+        ),
+        "method.controls": (
+            "Layer, head and shift are attention's choices: they do not change this method's heatmap, lines or word "
+            "pairs (skip punctuation does), and the subword heatmap always shows the cross-attention."
+        ),
+        "method.runs": "It runs the model once per translation; the other controls redraw without running it again.",
+        "measured.none": "{method} was not measured for this model: its folder has no {file}.",
+        "measured.unlisted": "{method} was not measured for this model: its {file} does not list it.",
+        "measured.on": "Measured on {pairs} test pairs each way",
+        "measured.on.unknown": "Measured on this model's test pairs",
+        "measured.aligner": " with the model's aligner (whatever layer and head are chosen here)",
+        "measured.ks": " ({ks} of them)",
+        "measured.comprehensiveness": (
+            "removing the source words this method ranks highest{ks} lowers a target word's log-probability by "
+            "{value} nats on average ({random}higher is more faithful)"
+        ),
+        "measured.sufficiency": "keeping only them loses {value} nats ({random}lower is more faithful)",
+        "measured.random": "random words: {value}; ",
+        "measured.aer": "read as an aligner its AER is {values}{attention}",
+        "measured.attention_aer": " (the model's attention: {values})",
+        "measured.ms": "about {ms} ms per sentence where it was measured",
         "ablation.reference": (
             "Heads are switched off in the PyTorch model, which with every head on translates this as “{reference}” "
             "(CTranslate2 chose the translation above): the comparison is with PyTorch's."
@@ -412,6 +508,67 @@ MESSAGES: dict[str, dict[str, str]] = {
         ),
         "ablation.changed": "cambió",
         "ablation.same": "es la misma",
+        "option.method": "El método de explicación debe ser uno de estos: {methods}; se recibió {value}.",
+        "explain.needs": "{method} necesita captum, que no está instalado: pip install 'hf-vaswani[explain]'.",
+        "explain.failed": "No se pudo calcular {method} ({error}); el registro del servidor tiene los detalles.",
+        "figure.attribution": "{method}: palabras fuente por palabra destino",
+        "figure.attribution_links": "palabras alineadas, {method}",
+        "figure.share": "de dónde sale cada palabra destino ({method})",
+        "figure.share.instead": "de dónde sale cada palabra destino ({method}; el método elegido no lo mide)",
+        "figure.share.source": "fuente",
+        "figure.share.prefix": "prefijo destino",
+        "figure.share.axis": "parte",
+        "method.about.attention": (
+            "los pesos de la cross-attention de la capa y la cabeza elegidas abajo, con o sin desplazamiento: la "
+            "lectura con la que alinea el modelo."
+        ),
+        "method.about.attention_norm": (
+            "cada peso de la cross-attention multiplicado por la longitud del vector que su token fuente envía a "
+            "través de la cabeza (Kobayashi et al. 2020), en las capas y cabezas del alineador del modelo."
+        ),
+        "method.about.rollout": (
+            "la atención seguida hacia atrás por todas las capas del decoder, self-attention y cross-attention a la "
+            "vez (Abnar y Zuidema 2020); además reparte cada palabra destino entre la fuente y el prefijo destino."
+        ),
+        "method.about.saliency": (
+            "cuánto responde la log-probabilidad de cada palabra destino al embedding de cada palabra fuente (el "
+            "tamaño de su gradiente)."
+        ),
+        "method.about.input_x_gradient": (
+            "el gradiente multiplicado por el propio embedding: una palabra cuenta por lo que aporta, no solo por lo "
+            "sensible que es la salida a ella."
+        ),
+        "method.about.integrated_gradients": (
+            "gradientes sumados a lo largo de un camino desde embeddings a cero hasta los reales: el método más "
+            "lento de aquí, segundos por oración."
+        ),
+        "method.about.value_zeroing": (
+            "cuánto se mueve el estado final del decoder en cada posición destino cuando se ponen a cero los "
+            "valores de un token fuente en todas las capas de cross-attention (Mohebbi et al. 2023)."
+        ),
+        "method.controls": (
+            "La capa, la cabeza y el desplazamiento son opciones de la atención: no cambian el mapa de calor, las "
+            "líneas ni los pares de palabras de este método (omitir la puntuación sí), y el mapa de calor de "
+            "subpalabras siempre muestra la cross-attention."
+        ),
+        "method.runs": (
+            "Ejecuta el modelo una vez por traducción; los demás controles vuelven a dibujar sin ejecutarlo de nuevo."
+        ),
+        "measured.none": "{method} no se midió para este modelo: su carpeta no tiene {file}.",
+        "measured.unlisted": "{method} no se midió para este modelo: su {file} no lo incluye.",
+        "measured.on": "Medido en {pairs} pares de prueba en cada dirección",
+        "measured.on.unknown": "Medido en los pares de prueba de este modelo",
+        "measured.aligner": " con el alineador del modelo (sean cuales sean la capa y la cabeza elegidas aquí)",
+        "measured.ks": " (las {ks} primeras)",
+        "measured.comprehensiveness": (
+            "quitar las palabras fuente que este método pone más arriba{ks} baja la log-probabilidad de una palabra "
+            "destino en {value} nats de media ({random}cuanto más, más fiel)"
+        ),
+        "measured.sufficiency": "quedarse solo con ellas pierde {value} nats ({random}cuanto menos, más fiel)",
+        "measured.random": "palabras al azar: {value}; ",
+        "measured.aer": "leído como alineador, su AER es {values}{attention}",
+        "measured.attention_aer": " (la atención del modelo: {values})",
+        "measured.ms": "unos {ms} ms por oración donde se midió",
         "ablation.reference": (
             "Las cabezas se apagan en el modelo de PyTorch, que con todas las cabezas traduce esto como “{reference}” "
             "(la traducción de arriba la eligió CTranslate2): la comparación es con la de PyTorch."
