@@ -5,20 +5,19 @@ language; none of them runs the model.
 
 `shown_matrix` applies the punctuation choice as the attention pictures do (punctuation words' rows and columns
 zeroed, the other columns renormalised), so that links, boxes, lines and pairs all come from the one matrix drawn.
-The heatmap and the bar are `hf-vaswani explain`'s figures; the lines are `plot_alignment_links`' layout.
+The heatmap, the bar and the lines are `vaswani_inspect.plots`' figures (`plot_attribution`, `plot_source_share`,
+`plot_word_links`: `hf-vaswani explain`'s and `plot_alignment_links`' pictures), titled here.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from vaswani_inspect.alignment.links import word_lists
 from vaswani_inspect.attribution import attribution_links
-from vaswani_inspect.commands.explain import _heatmap, _share_figure
-from vaswani_inspect.plots import plot_alignment_links
+from vaswani_inspect.plots import plot_attribution, plot_source_share, plot_word_links
 from vaswani_inspect.words import renormalize_rows
 
 from .texts import Named, message
@@ -55,7 +54,7 @@ def attribution_heatmap(attribution: Any, matrix: np.ndarray, language: str) -> 
     `language`."""
     from matplotlib.patches import Rectangle
 
-    figure = _heatmap(replace(attribution, matrix=matrix))
+    figure = plot_attribution(attribution, matrix)
     ax = figure.axes[0]
     for i, j in attribution_links(matrix):
         ax.add_patch(Rectangle((i - 0.5, j - 0.5), 1.0, 1.0, fill=False, edgecolor=_BOX_COLOUR, linewidth=2.0))
@@ -68,30 +67,10 @@ def attribution_heatmap(attribution: Any, matrix: np.ndarray, language: str) -> 
 
 def attribution_lines(attribution: Any, matrix: np.ndarray, language: str) -> Any:
     """`matrix`'s links as lines between the two sentences, darker and thicker for a larger weight, titled in
-    `language`: `plot_alignment_links`' picture of the record (the two rows of words), its attention lines replaced
-    by these. Words without a link are grey, as there."""
-    figure = plot_alignment_links(attribution.record)
+    `language` (`plot_word_links`, the layout of the attention's lines). Words without a link are grey."""
+    links = attribution_links(matrix)
+    figure = plot_word_links(attribution.source_words, attribution.target_words, matrix, links, color=_LINK_COLOUR)
     ax = figure.axes[0]
-    for line in list(ax.lines):
-        line.remove()
-    words = list(ax.texts)  # the source words, then the target words
-    sources = words[: len(attribution.source_words)]
-    targets = words[len(attribution.source_words) :]
-    pairs = attribution_links(matrix)
-    for i, j in pairs:
-        weight = float(matrix[j, i])
-        (source_x, source_y), (target_x, target_y) = sources[i].get_position(), targets[j].get_position()
-        ax.plot(
-            [source_x, target_x],
-            [source_y - 0.07, target_y + 0.07],
-            color=_LINK_COLOUR,
-            linewidth=0.8 + 2.5 * weight,
-            alpha=0.3 + 0.7 * weight,
-            solid_capstyle="round",
-        )
-    for side, linked in ((sources, {i for i, _ in pairs}), (targets, {j for _, j in pairs})):
-        for k, text in enumerate(side):
-            text.set_color("black" if k in linked else "0.6")
     method = Named("method", attribution.method, lower=True)
     ax.set_title(message(language, "figure.attribution_links", method=method), fontsize=10, wrap=True)
     return figure
@@ -101,7 +80,7 @@ def share_figure(attribution: Any, chosen: str, language: str) -> Any:
     """A bar per target word: the share of it that `attribution`'s method says comes from the source (below) and
     from the target prefix (above), titled in `language`, saying so when `chosen` (the method the page shows)
     measures no share of its own."""
-    figure = _share_figure(attribution)
+    figure = plot_source_share(attribution)
     ax = figure.axes[0]
     method = Named("method", attribution.method, lower=True)
     if chosen == attribution.method:

@@ -41,6 +41,7 @@ __all__ = [
     "ExplanationResult",
     "ModelRunner",
     "TranslationResult",
+    "explanation_options",
     "load_model",
     "resolve_model_path",
 ]
@@ -333,7 +334,9 @@ class ModelRunner:
             if method in MODEL_METHODS:
                 attribution = self._explain_with_the_copy(record, method)
             else:
-                attribution = attribute(self.model, self.tokenizer, record, method=method, **_options(method))
+                attribution = attribute(
+                    self.model, self.tokenizer, record, method=method, **explanation_options(method, self.model)
+                )
         except ImportError as error:  # captum, the [explain] extra
             logger.warning("The demo cannot explain by %s: %s", method, error)
             return ExplanationResult(status=message(language, "explain.needs", method=Named("method", method)))
@@ -351,11 +354,29 @@ class ModelRunner:
             if last is not None and last.record is record and last.method == method:
                 return last
             self._count_run()
-            attribution = attribute(self._ablation_copy(), self.tokenizer, record, method=method, **_options(method))
+            model = self._ablation_copy()
+            attribution = attribute(model, self.tokenizer, record, method=method, **explanation_options(method, model))
             self._last_explanation = attribution
             return attribution
 
 
-def _options(method: str) -> dict[str, Any]:
-    """The options the demo passes to `attribute` for `method` (a copy: the settings stay as they are)."""
-    return dict(METHOD_OPTIONS.get(method, {}))
+def explanation_options(method: str, model: Any) -> dict[str, Any]:
+    """The options the demo passes to `attribute` for `method` (a copy: the settings stay as they are); bfloat16
+    only where `model`'s device multiplies bfloat16 fast (elsewhere it would be slower than float32)."""
+    options = dict(METHOD_OPTIONS.get(method, {}))
+    if options.get("precision") == "bfloat16" and not _fast_bfloat16(model):
+        options["precision"] = "float32"
+    return options
+
+
+def _fast_bfloat16(model: Any) -> bool:
+    """Whether bfloat16 matmuls are fast where `model` runs: a GPU that has them, or a CPU whose oneDNN kernels
+    do (AVX-512 BF16 or AMX)."""
+    import torch
+
+    device = next(model.parameters()).device
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    if device.type != "cpu":
+        return False
+    return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())

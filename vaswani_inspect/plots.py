@@ -211,33 +211,46 @@ def plot_alignment_links(
     chosen = _chosen(settings)
     matrix = alignment_matrix(record, **chosen, skip_punctuation=skip_punctuation)
     pairs = align(record, **chosen, method=method, threshold=threshold, skip_punctuation=skip_punctuation)
-    sources, targets = source_words(record), target_words(record)
+    title = f"aligned words, {describe_alignment(settings)}"
+    return plot_word_links(source_words(record), target_words(record), matrix, pairs, title)
+
+
+def plot_word_links(
+    sources: Sequence[str],
+    targets: Sequence[str],
+    matrix: np.ndarray,
+    links: Sequence[tuple[int, int]],
+    title: str = "",
+    color: str = "tab:blue",
+) -> Figure:
+    """`plot_alignment_links`' picture for any word-level matrix (target words x source words, e.g. an
+    `Attribution`'s): the source words above the target words, a line per link `(source word, target word)`,
+    darker and thicker for a larger `matrix` weight; words without a link grey."""
     width = max(_row_width(sources), _row_width(targets))
     source_x, target_x = _row_positions(sources, width), _row_positions(targets, width)
     figure = new_figure(min(24.0, max(4.0, 0.13 * width + 1.5)), 2.6)
     ax = figure.add_subplot()
-    for i, j in pairs:
+    for i, j in links:
         weight = float(matrix[j, i])
         ax.plot(
             [source_x[i], target_x[j]],
             [0.78, 0.22],
-            color="tab:blue",
+            color=color,
             linewidth=0.8 + 2.5 * weight,
             alpha=0.3 + 0.7 * weight,
             solid_capstyle="round",
         )
-    linked_sources, linked_targets = {i for i, _ in pairs}, {j for _, j in pairs}
+    linked_sources, linked_targets = {i for i, _ in links}, {j for _, j in links}
     for words, xs, y, linked, side in (
         (sources, source_x, 0.85, linked_sources, "bottom"),
         (targets, target_x, 0.15, linked_targets, "top"),
     ):
         for k, (word, x) in enumerate(zip(words, xs)):
-            color = "black" if k in linked else "0.6"
-            ax.text(x, y, _label(word), ha="center", va=side, fontsize=11, color=color)
+            ax.text(x, y, _label(word), ha="center", va=side, fontsize=11, color="black" if k in linked else "0.6")
     ax.set_xlim(-1.0, width + 1.0)
     ax.set_ylim(0.0, 1.0)
     ax.set_axis_off()
-    ax.set_title(f"aligned words, {describe_alignment(settings)}", fontsize=10)
+    ax.set_title(title, fontsize=10)
     return figure
 
 
@@ -262,6 +275,42 @@ def _box(i: int, j: int):  # noqa: ANN202
     return Rectangle((i - 0.5, j - 0.5), 1.0, 1.0, fill=False, edgecolor="red", linewidth=2.0)
 
 
+def plot_attribution(attribution: Any, matrix: np.ndarray | None = None) -> Figure:
+    """An `Attribution`'s word-level matrix (`vaswani_inspect.attribution`) drawn as the alignment heatmap is:
+    target words down, source words across, its own colour scale (0 to the largest cell). `matrix` draws another
+    matrix of the same words instead (e.g. one with punctuation left out)."""
+    matrix = attribution.matrix if matrix is None else np.asarray(matrix)
+    rows, columns = [_label(w) for w in attribution.target_words], [_label(w) for w in attribution.source_words]
+    figure = new_figure(max(4.0, 0.55 * len(columns) + 2.5), max(3.0, 0.45 * len(rows) + 1.8))
+    ax = figure.add_subplot(1, 1, 1)
+    annotate = max(matrix.shape) <= ANNOTATE_MAX
+    image = _draw(ax, matrix, rows, columns, annotate, vmax=max(1e-9, float(matrix.max(initial=0.0))))
+    figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    ax.set_title(f"{attribution.method}: source words per target word", fontsize=9)
+    return figure
+
+
+def plot_source_share(attribution: Any) -> Figure:
+    """A bar per target word of an `Attribution` that measures it (`source_share` not None): the share from the
+    source (below) and from the target prefix (above)."""
+    if attribution.source_share is None:
+        raise ValueError(f"The {attribution.method!r} attribution does not measure a source share.")
+    share = np.nan_to_num(attribution.source_share, nan=0.0)
+    words = [_label(w) for w in attribution.target_words]
+    figure = new_figure(max(4.0, 0.5 * len(words) + 2.0), 3.2)
+    ax = figure.add_subplot(1, 1, 1)
+    positions = np.arange(len(words))
+    ax.bar(positions, share, color="tab:blue", label="source")
+    ax.bar(positions, 1.0 - share, bottom=share, color="tab:orange", alpha=0.6, label="target prefix")
+    ax.axhline(0.5, color="black", linewidth=0.6, linestyle=":")
+    ax.set_xticks(positions, words, rotation=60, ha="right", rotation_mode="anchor", fontsize=8)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("share")
+    ax.set_title(f"{attribution.method}: where each target word comes from", fontsize=9)
+    ax.legend(fontsize=7, loc="upper right")
+    return figure
+
+
 def save_figure(figure: Figure, path: str | Path, dpi: int = 150) -> Path:
     """Save as PNG or SVG (chosen by the file suffix) and return the path."""
     path = Path(path)
@@ -278,7 +327,10 @@ __all__ = [
     "new_figure",
     "plot_alignment",
     "plot_alignment_links",
+    "plot_attribution",
     "plot_heatmap",
     "plot_layer_grid",
+    "plot_source_share",
+    "plot_word_links",
     "save_figure",
 ]

@@ -172,7 +172,7 @@ def test_every_method_draws_its_own_matrix(backend, record):
             assert figure.axes[0].get_title().startswith("cross-attention alignment")
             continue
         explained = cache[method]
-        direct = attribute(model, tokenizer, record, method=method)
+        direct = attribute(model, tokenizer, record, method=method, **runner_module.explanation_options(method, model))
         assert explained.method == method and np.allclose(explained.matrix, direct.matrix, atol=1e-6)
         links = sorted(attribution_links(explained.matrix), key=lambda link: (link[1], link[0]))  # target order
         expected = [
@@ -422,3 +422,12 @@ def test_browser_clicks_through_every_method(backend):
                 browser.close()
     finally:
         app.close()
+
+
+def test_integrated_gradients_runs_in_bfloat16_only_where_it_is_fast(backend, monkeypatch):
+    model = backend.runner.model
+    monkeypatch.setattr(runner_module, "_fast_bfloat16", lambda model: True)
+    assert runner_module.explanation_options("integrated_gradients", model) == {"precision": "bfloat16"}
+    monkeypatch.setattr(runner_module, "_fast_bfloat16", lambda model: False)
+    assert runner_module.explanation_options("integrated_gradients", model) == {"precision": "float32"}
+    assert runner_module.explanation_options("value_zeroing", model) == {}

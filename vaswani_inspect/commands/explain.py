@@ -174,7 +174,7 @@ def _write_sentence(
 ) -> list[dict[str, Any]]:
     import numpy as np
 
-    from ..plots import save_figure
+    from ..plots import plot_attribution, plot_source_share, save_figure
 
     folder.mkdir(parents=True, exist_ok=True)
     entries, rows = {}, []
@@ -186,10 +186,10 @@ def _write_sentence(
             "ms": attribution.details["ms"],
             "completeness_error": attribution.details.get("completeness_error"),
         }
-        save_figure(_heatmap(attribution), folder / f"heatmap-{method}.{image_format}")
+        save_figure(plot_attribution(attribution), folder / f"heatmap-{method}.{image_format}")
         share = None
         if attribution.source_share is not None:
-            save_figure(_share_figure(attribution), folder / f"source-share-{method}.{image_format}")
+            save_figure(plot_source_share(attribution), folder / f"source-share-{method}.{image_format}")
             share = float(np.nanmean(attribution.source_share)) if np.any(~np.isnan(attribution.source_share)) else None
         rows.append(
             {
@@ -205,43 +205,6 @@ def _write_sentence(
         )
     (folder / "attributions.json").write_text(json.dumps(entries, indent=2) + "\n", encoding="utf-8")
     return rows
-
-
-def _heatmap(attribution: Any) -> Any:
-    """The word-level attribution matrix drawn as the alignment heatmap is (`vaswani_inspect.plots`)."""
-    from ..plots import ANNOTATE_MAX, _draw, _label, new_figure
-
-    matrix = attribution.matrix
-    rows, columns = [_label(w) for w in attribution.target_words], [_label(w) for w in attribution.source_words]
-    figure = new_figure(max(4.0, 0.55 * len(columns) + 2.5), max(3.0, 0.45 * len(rows) + 1.8))
-    ax = figure.add_subplot(1, 1, 1)
-    annotate = max(matrix.shape) <= ANNOTATE_MAX
-    image = _draw(ax, matrix, rows, columns, annotate, vmax=max(1e-9, float(matrix.max(initial=0.0))))
-    figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-    ax.set_title(f"{attribution.method}: source words per target word", fontsize=9)
-    return figure
-
-
-def _share_figure(attribution: Any) -> Any:
-    """A bar per target word: the share from the source (below) and from the target prefix (above)."""
-    import numpy as np
-
-    from ..plots import _label, new_figure
-
-    share = np.nan_to_num(attribution.source_share, nan=0.0)
-    words = [_label(w) for w in attribution.target_words]
-    figure = new_figure(max(4.0, 0.5 * len(words) + 2.0), 3.2)
-    ax = figure.add_subplot(1, 1, 1)
-    positions = np.arange(len(words))
-    ax.bar(positions, share, color="tab:blue", label="source")
-    ax.bar(positions, 1.0 - share, bottom=share, color="tab:orange", alpha=0.6, label="target prefix")
-    ax.axhline(0.5, color="black", linewidth=0.6, linestyle=":")
-    ax.set_xticks(positions, words, rotation=60, ha="right", rotation_mode="anchor", fontsize=8)
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("share")
-    ax.set_title(f"{attribution.method}: where each target word comes from", fontsize=9)
-    ax.legend(fontsize=7, loc="upper right")
-    return figure
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
