@@ -109,15 +109,31 @@ def _deletion_parts(measured: Mapping[str, Any], entry: Mapping[str, Any], langu
     return parts
 
 
+def _ablation_part(measured: Mapping[str, Any], entry: Mapping[str, Any], language: str) -> list[str]:
+    """The agreement-with-head-ablation part (share of target words whose top source word is where the heads that
+    matter look), with the random ranking's share; nothing for a file without it."""
+    value = _number(entry.get("ablation_agreement"))
+    if value is None:
+        return []
+    baseline = _number(_entry(measured, "random").get("ablation_agreement"))
+    random_text = "" if baseline is None else f"{100 * baseline:.0f} %"
+    fields = {
+        "value": f"{100 * value:.0f} %",
+        "random": message(language, "measured.random", value=random_text) if random_text else "",
+    }
+    return [message(language, "measured.ablation", **fields)]
+
+
 def faithfulness_sentence(measured: Mapping[str, Any] | None, method: str, language: str) -> str:
     """One sentence, in `language`, saying how faithful `method` measured on the model whose measurements
-    (`read_measurements`) are `measured`: deletion scores against random words, AER read as an aligner (next to
-    the model's attention), time per sentence; or that it was not measured (no file, or a file without it)."""
+    (`read_measurements`) are `measured`: deletion scores and agreement with head ablation against random words,
+    AER read as an aligner (next to the model's attention), time per sentence; or that it was not measured (no
+    file, or a file without it)."""
     named = Named("method", method)
     if measured is None:
         return message(language, "measured.none", method=named, file=MEASUREMENTS_FILE)
     entry = _entry(measured, method)
-    parts = _deletion_parts(measured, entry, language)
+    parts = _deletion_parts(measured, entry, language) + _ablation_part(measured, entry, language)
     aer = _aer_text(entry, language, with_directions=True)
     if aer is not None:
         attention = _aer_text(_entry(measured, "attention"), language, with_directions=False)

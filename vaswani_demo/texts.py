@@ -397,6 +397,10 @@ MESSAGES: dict[str, dict[str, str]] = {
             "{value} nats on average ({random}higher is more faithful)"
         ),
         "measured.sufficiency": "keeping only them loses {value} nats ({random}lower is more faithful)",
+        "measured.ablation": (
+            "its top source word is the one the cross-attention heads that matter look at (each head switched off "
+            "alone) for {value} of the target words ({random}higher agrees more)"
+        ),
         "measured.random": "random words: {value}; ",
         "measured.aer": "read as an aligner its AER is {values}{attention}",
         "measured.attention_aer": " (the model's attention: {values})",
@@ -565,6 +569,10 @@ MESSAGES: dict[str, dict[str, str]] = {
             "destino en {value} nats de media ({random}cuanto más, más fiel)"
         ),
         "measured.sufficiency": "quedarse solo con ellas pierde {value} nats ({random}cuanto menos, más fiel)",
+        "measured.ablation": (
+            "su palabra fuente primera es la que miran las cabezas de cross-attention que importan (apagando cada "
+            "una sola) en el {value} de las palabras destino ({random}cuanto más, más coincide)"
+        ),
         "measured.random": "palabras al azar: {value}; ",
         "measured.aer": "leído como alineador, su AER es {values}{attention}",
         "measured.attention_aer": " (la atención del modelo: {values})",

@@ -294,7 +294,7 @@ def _measurements() -> dict:
                 "ablation_agreement": 0.75,
             },
             "rollout": {"aer": {"es-en": 0.625}},
-            "random": {"comprehensiveness": 1.75, "sufficiency": 6.5},
+            "random": {"comprehensiveness": 1.75, "sufficiency": 6.5, "ablation_agreement": 0.15},
         },
         "extra": [1, 2],
     }
@@ -318,9 +318,11 @@ def test_the_sentence_reads_the_measurements_by_key(tmp_path: Path):
         aer = f"{decimal(language, 0.375)} es-en / {decimal(language, 0.5)} en-es"
         assert aer in sentence and f"{decimal(language, 0.125)} / {decimal(language, 0.25)}" in sentence  # attention
         assert "12" in sentence and "1–3" in sentence and "480 ms" in sentence and sentence.endswith(".")
+        assert "75 %" in sentence and "15 %" in sentence  # agreement with head ablation, and random's
     # A method with only its AER gets only that part; attention is not compared with itself.
     only_aer = faithfulness_sentence(measured, "rollout", "en")
     assert "nats" not in only_aer and f"{decimal('en', 0.625)} es-en (the model's attention: " in only_aer
+    assert "heads that matter" not in only_aer
     assert "the model's attention" not in faithfulness_sentence(measured, "attention", "en")
     assert faithfulness_sentence(measured, "saliency", "en") == (
         f"{_label('saliency')} was not measured for this model: its {MEASUREMENTS_FILE} does not list it."
