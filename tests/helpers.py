@@ -176,3 +176,15 @@ def run_without_our_packages(script: str, *args: str, env: dict[str, str]) -> di
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def finish(process: subprocess.Popen, timeout: float) -> subprocess.CompletedProcess:
+    """Wait for a process started with ``stdout=PIPE, stderr=PIPE`` (at most `timeout` seconds, then it is killed
+    and the timeout raised) and return what `subprocess.run` would: for tests that run processes side by side."""
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
