@@ -20,7 +20,7 @@ from safetensors.torch import load_file, save_file
 
 from hf_vaswani.cli import main
 from hf_vaswani.testing import tiny_model
-from tests.helpers import PAIRS, ROOT, tiny_tokenizer
+from tests.helpers import PAIRS, ROOT, finish, tiny_tokenizer
 
 
 def _missing_tensor(folder):
@@ -131,34 +131,45 @@ def test_a_sound_model_still_translates(sound_folder, capsys):
     assert main(["translate", "El gato negro.", "--model", str(sound_folder), "--backend", "torch"]) == 0
 
 
-def test_the_command_line_exits_2_with_one_line(sound_folder, tmp_path):
-    folder = tmp_path / "model"
-    shutil.copytree(sound_folder, folder)
-    _missing_tensor(folder)
-    result = subprocess.run(
-        [sys.executable, "-m", "hf_vaswani.cli", "translate", "El gato negro.", "--model", str(folder)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
+@pytest.fixture(scope="module")
+def real_processes(sound_folder, tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
+    """``hf-vaswani translate`` on a folder with a tensor missing and ``hf-vaswani demo`` on one whose eos_token_id
+    is outside the vocabulary, as real processes, side by side (each spends seconds importing torch and
+    transformers, the demo gradio too: one core each)."""
+    breakages = {"translate": _missing_tensor, "demo": _eos_outside_the_vocabulary}
+    folders = {}
+    for command, breakage in breakages.items():
+        folders[command] = tmp_path_factory.mktemp(f"broken-for-{command}") / "model"
+        shutil.copytree(sound_folder, folders[command])
+        breakage(folders[command])
+    arguments = {
+        "translate": ["translate", "El gato negro.", "--model", str(folders["translate"])],
+        "demo": ["demo", "--model", str(folders["demo"]), "--port", str(_free_port())],
+    }
+    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}
+    processes = {
+        command: subprocess.Popen(
+            [sys.executable, "-m", "hf_vaswani.cli", *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env=env,
+        )
+        for command, argv in arguments.items()
+    }
+    return {command: finish(process, timeout=300) for command, process in processes.items()}
+
+
+def test_the_command_line_exits_2_with_one_line(real_processes):
+    result = real_processes["translate"]
     assert result.returncode == 2 and result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("hf-vaswani translate: error: The model at "), result.stderr
 
 
-def test_the_demo_refuses_to_start_on_a_broken_model(sound_folder, tmp_path):
-    folder = tmp_path / "model"
-    shutil.copytree(sound_folder, folder)
-    _eos_outside_the_vocabulary(folder)
-    result = subprocess.run(
-        [sys.executable, "-m", "hf_vaswani.cli", "demo", "--model", str(folder), "--port", str(_free_port())],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"},
-    )
+def test_the_demo_refuses_to_start_on_a_broken_model(real_processes):
+    result = real_processes["demo"]
     assert result.returncode == 2, result.stderr[-2000:]
     assert "is broken: config.json's eos_token_id is" in result.stderr and "Traceback" not in result.stderr
 
