@@ -6,7 +6,9 @@
 Both explain the same tokens: the reference target of each pair, teacher-forced (inseq: `generated_texts=`), the
 attributed function the log-probability of each target piece (inseq: `attributed_fn="probability",
 logprob=True`), on the source and target-prefix embeddings (inseq: `attribute_target=True`), integrated gradients
-with the same `n_steps` and Captum's Gauss-Legendre rule, the same zero baseline. Each pair is explained by one
+with the same `n_steps` and Captum's Gauss-Legendre rule. The baselines differ: ours is all-zero embeddings
+(Captum's default), inseq's each token's `<unk>` embedding (`</s>` and the decoder start kept), so the two
+integrated gradients are not the same numbers (same cost). Each pair is explained by one
 contender then the other (interleaved), and a contender's time per sentence includes extracting the record (ours)
 or inseq's own tokenization. The pairs are drawn (seeded) from the project's test split: `prepare_splits` of
 ``../shared/data/spa-eng/spa-eng.tsv`` with the training configuration's sizes and seed (read at run time).
@@ -18,8 +20,10 @@ times by each contender after the pairs: the median is the time a demo user wait
 
 Agreement: per target piece, the Spearman correlation between our token scores and inseq's over the source tokens
 (inseq's attribution vectors reduced by the same L2 norm), and how often both rank the same source token first.
-Where they differ: inseq explains a piece by a separate attribution of each generation step (its own batch per
-target piece), ours batches every piece and step at once; the quantities should be the same up to float noise.
+Saliency has no baseline: there the two must agree exactly (Spearman 1). Integrated gradients agree only as far as
+the two baselines lead to the same ranking (given inseq's `<unk>` baseline, ours gave inseq's attributions to
+3e-7 on the pairs tried). inseq explains a piece by a separate attribution of each generation step (its own batch
+per target piece); ours batches every piece and step at once.
 """
 
 from __future__ import annotations
