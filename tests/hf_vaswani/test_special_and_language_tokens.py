@@ -91,8 +91,12 @@ def test_the_shipped_pipeline_refuses_unknown_language_tokens_and_warns_on_speci
         assert translator("El gato.", tgt_lang="en", max_new_tokens=8)
 
 
-def test_the_command_refuses_special_token_text_in_one_line(tmp_path):
-    """``hf-vaswani translate '<pad> <pad> <pad>'`` in a subprocess: exit 2, one line, nothing on stdout."""
+def test_the_command_refuses_special_token_text_in_one_line(tmp_path, capsys, monkeypatch):
+    """``hf-vaswani translate TEXT`` on special-token text and on an unknown language token: exit 2, one line,
+    nothing on stdout. The first case runs the installed command in a subprocess, for a real process's exit status
+    and stderr; the others run `hf_vaswani.cli.main`, which that command calls, in-process (a process would spend
+    seconds importing torch and transformers for each)."""
+    from hf_vaswani.cli import main
     from hf_vaswani.testing import tiny_model
 
     folder = tmp_path / "model"
@@ -103,17 +107,21 @@ def test_the_command_refuses_special_token_text_in_one_line(tmp_path):
     executable = shutil.which("hf-vaswani") or str(Path(sys.executable).with_name("hf-vaswani"))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("HF_VASWANI_TRACEBACK", None)
-    for text, shown in (("<pad> <pad> <pad>", "<pad>"), ("</s>", "</s>"), ("Le >>fr<< chat.", None)):
-        result = subprocess.run(
-            [executable, "translate", "--model", str(folder), "--backend", "torch", text],
-            capture_output=True,
-            text=True,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            timeout=300,
-        )
-        assert result.returncode == 2 and result.stdout == "", result.stderr[-2000:]
-        lines = [line for line in result.stderr.splitlines() if line.strip()]
-        assert len(lines) == 1 and lines[0].startswith("hf-vaswani translate: error: "), result.stderr
+    monkeypatch.delenv("HF_VASWANI_TRACEBACK", raising=False)
+    cases = (("<pad> <pad> <pad>", "<pad>"), ("</s>", "</s>"), ("Le >>fr<< chat.", None))
+    for number, (text, shown) in enumerate(cases):
+        argv = ["translate", "--model", str(folder), "--backend", "torch", text]
+        if number == 0:
+            result = subprocess.run(
+                [executable, *argv], capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=300
+            )
+            code, out, err = result.returncode, result.stdout, result.stderr
+        else:
+            capsys.readouterr()
+            code = main(argv)
+            out, err = capsys.readouterr()
+        assert code == 2 and out == "", err[-2000:]
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("hf-vaswani translate: error: "), err
         expected = f"sentence 1 ({shown}) are unknown to the model" if shown else "unknown language token, '>>fr<<'"
         assert expected in lines[0], lines[0]
