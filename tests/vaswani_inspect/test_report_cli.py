@@ -270,15 +270,20 @@ def test_add_parser_registers_every_subcommand():
     assert args.func.__name__ == "run_compare_bert" and args.bert == "bert-base-uncased"
 
 
-def test_python_dash_m_entry_point():
-    result = subprocess.run(
-        [sys.executable, "-m", "vaswani_inspect", "--help"], capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0 and "inspect" in result.stdout and "align-eval" in result.stdout
+def test_python_dash_m_entry_point(capsys):
+    """``python -m vaswani_inspect inspect --help`` in a real process finds the subcommand and its options; the
+    list of subcommands, which the same `main` prints, is read in-process (another process would spend seconds
+    importing the package again)."""
     result = subprocess.run(
         [sys.executable, "-m", "vaswani_inspect", "inspect", "--help"], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0 and "--alignment-layer" in result.stdout
+    from vaswani_inspect.__main__ import main as module_main
+
+    with pytest.raises(SystemExit) as exited:
+        module_main(["--help"])
+    listed = capsys.readouterr().out
+    assert exited.value.code == 0 and "inspect" in listed and "align-eval" in listed
 
 
 def test_report_of_an_empty_translation(record, tmp_path):
