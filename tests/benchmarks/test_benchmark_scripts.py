@@ -94,11 +94,19 @@ def test_profile_ops_by_shape_separates_generate_operators_by_input_shapes():
     assert scores and all(rows[name][1] == "24" and rows[name][3] == "24" for name in scores)
 
 
-def test_profile_ops_rejects_zero_calls():
-    completed = subprocess.run(
-        [sys.executable, "benchmarks/profile_ops.py", "--calls", "0"], cwd=ROOT, capture_output=True, text=True
-    )
-    assert completed.returncode == 2 and "--calls and --rows must be >= 1" in completed.stderr
+def _refused_arguments(monkeypatch, capsys, script: str, *arguments: str) -> str:
+    """The error message of the script's `main(arguments)`, run in-process (each script runs as a real process in
+    the test of its work: this spares one more process importing torch for an argument check); fails unless it
+    exits with status 2."""
+    main = _benchmark_module(monkeypatch, script).main
+    with pytest.raises(SystemExit) as exited:
+        main(list(arguments))
+    assert exited.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_profile_ops_rejects_zero_calls(monkeypatch, capsys):
+    assert "--calls and --rows must be >= 1" in _refused_arguments(monkeypatch, capsys, "profile_ops", "--calls", "0")
 
 
 def test_bench_vs_marian_compares_twins_that_compute_the_same_function(tmp_path):
@@ -138,11 +146,9 @@ def test_bench_vs_marian_compares_twins_that_compute_the_same_function(tmp_path)
     assert "| base | fp32 |" not in completed.stdout and "not run" in completed.stdout
 
 
-def test_bench_vs_marian_rejects_an_unknown_size():
-    completed = subprocess.run(
-        [sys.executable, "benchmarks/bench_vs_marian.py", "--sizes", "huge"], cwd=ROOT, capture_output=True, text=True
-    )
-    assert completed.returncode == 2 and "unknown sizes or precisions ['huge']" in completed.stderr
+def test_bench_vs_marian_rejects_an_unknown_size(monkeypatch, capsys):
+    err = _refused_arguments(monkeypatch, capsys, "bench_vs_marian", "--sizes", "huge")
+    assert "unknown sizes or precisions ['huge']" in err
 
 
 def _training_loss(model: torch.nn.Module, batch: dict) -> torch.Tensor:
