@@ -14,7 +14,7 @@ import pytest
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 
-from vaswani_demo import DemoBackend, build_app, launch_app  # noqa: E402
+from vaswani_demo import DemoBackend, build_app  # noqa: E402
 from vaswani_demo.checks import heads_from_labels  # noqa: E402
 from vaswani_demo.events import ablation_outputs  # noqa: E402
 from vaswani_demo.testing import demo_model_for_tests  # noqa: E402
@@ -23,8 +23,8 @@ from vaswani_inspect.extract import extract  # noqa: E402
 
 pytest.importorskip("gradio")
 
-from tests.helpers import ROOT  # noqa: E402
-from tests.vaswani_demo.test_demo import CHROMIUM, CHROMIUM_ARGS, _free_port  # noqa: E402
+from tests.vaswani_demo.browser import ARTIFACTS, demo_page  # noqa: E402
+from tests.vaswani_demo.test_demo import CHROMIUM  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -146,45 +146,27 @@ def test_the_panel_is_on_the_page_and_not_in_the_api(backend):
 @pytest.mark.browser
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed (apt-get install chromium)")
 def test_browser_switches_heads_off(backend):
-    playwright = pytest.importorskip("playwright.sync_api")
-    app = build_app(backend=backend)
-    port = _free_port()
-    launch_app(app, host="127.0.0.1", port=port, prevent_thread_lock=True, quiet=True)
-    artifacts = ROOT / "test-artifacts"
-    artifacts.mkdir(exist_ok=True)
-    try:
-        with playwright.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-            try:
-                context = browser.new_context(viewport={"width": 1280, "height": 1000}, locale="en-US")
-                page = context.new_page()
-                page.goto(f"http://127.0.0.1:{port}/", wait_until="domcontentloaded")
-                expect = playwright.expect
-                source = page.locator("#source-text textarea")
-                expect(source).to_be_visible(timeout=60_000)
-                # Before any translation the button explains itself.
-                page.locator("#ablate-button").click()
-                expect(page.locator("#ablation-status textarea")).to_have_value(
-                    re.compile("^Translate a sentence first"), timeout=60_000
-                )
-                source.fill("el gato negro")
-                page.locator("#translate-button").click()
-                translation = page.locator("#translation textarea")
-                expect(translation).not_to_have_value("", timeout=120_000)
-                runs = backend.runner.model_runs
-                for label in backend.choices.head_labels("cross"):
-                    page.locator("#ablate-cross").get_by_role("checkbox", name=label, exact=True).check()
-                page.locator("#ablate-button").click()
-                status = page.locator("#ablation-status textarea")
-                expect(status).to_have_value(re.compile(r"head\(s\) off \(cross L0 H0"), timeout=120_000)
-                expect(page.locator("#ablation-original textarea")).to_have_value(translation.input_value())
-                expect(page.locator("#ablation-translation textarea")).not_to_have_value("", timeout=60_000)
-                expect(page.locator("#ablation-original-links img").first).to_be_visible(timeout=60_000)
-                expect(page.locator("#ablation-links img").first).to_be_visible(timeout=60_000)
-                assert backend.runner.model_runs == runs + 1
-                page.locator("#ablation-status").scroll_into_view_if_needed()
-                page.screenshot(path=str(artifacts / "demo-ablation.png"), full_page=True)
-            finally:
-                browser.close()
-    finally:
-        app.close()
+    with demo_page(backend) as (page, expect):
+        source = page.locator("#source-text textarea")
+        # Before any translation the button explains itself.
+        page.locator("#ablate-button").click()
+        expect(page.locator("#ablation-status textarea")).to_have_value(
+            re.compile("^Translate a sentence first"), timeout=60_000
+        )
+        source.fill("el gato negro")
+        page.locator("#translate-button").click()
+        translation = page.locator("#translation textarea")
+        expect(translation).not_to_have_value("", timeout=120_000)
+        runs = backend.runner.model_runs
+        for label in backend.choices.head_labels("cross"):
+            page.locator("#ablate-cross").get_by_role("checkbox", name=label, exact=True).check()
+        page.locator("#ablate-button").click()
+        status = page.locator("#ablation-status textarea")
+        expect(status).to_have_value(re.compile(r"head\(s\) off \(cross L0 H0"), timeout=120_000)
+        expect(page.locator("#ablation-original textarea")).to_have_value(translation.input_value())
+        expect(page.locator("#ablation-translation textarea")).not_to_have_value("", timeout=60_000)
+        expect(page.locator("#ablation-original-links img").first).to_be_visible(timeout=60_000)
+        expect(page.locator("#ablation-links img").first).to_be_visible(timeout=60_000)
+        assert backend.runner.model_runs == runs + 1
+        page.locator("#ablation-status").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "demo-ablation.png"), full_page=True)

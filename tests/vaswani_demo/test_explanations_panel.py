@@ -27,9 +27,9 @@ pytest.importorskip("gradio")
 import vaswani_demo.choices as choices_module  # noqa: E402
 import vaswani_demo.runner as runner_module  # noqa: E402
 from hf_vaswani.inference import load_translator  # noqa: E402
-from tests.helpers import ROOT  # noqa: E402
-from tests.vaswani_demo.test_demo import CHROMIUM, CHROMIUM_ARGS, _free_port  # noqa: E402
-from vaswani_demo import DemoBackend, build_app, drawing, launch_app  # noqa: E402
+from tests.vaswani_demo.browser import ARTIFACTS, demo_page  # noqa: E402
+from tests.vaswani_demo.test_demo import CHROMIUM  # noqa: E402
+from vaswani_demo import DemoBackend, build_app, drawing  # noqa: E402
 from vaswani_demo.choices import DemoChoices  # noqa: E402
 from vaswani_demo.explaining import explained_outputs, explanation_handlers, method_choice, method_note  # noqa: E402
 from vaswani_demo.layout import page_translations  # noqa: E402
@@ -373,57 +373,39 @@ def test_the_shipped_checkpoints_measurements_are_told():
 @pytest.mark.browser
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed (apt-get install chromium)")
 def test_browser_clicks_through_every_method(backend):
-    playwright = pytest.importorskip("playwright.sync_api")
-    app = build_app(backend=backend)
-    port = _free_port()
-    launch_app(app, host="127.0.0.1", port=port, prevent_thread_lock=True, quiet=True)
-    artifacts = ROOT / "test-artifacts"
-    artifacts.mkdir(exist_ok=True)
-    try:
-        with playwright.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-            try:
-                context = browser.new_context(viewport={"width": 1280, "height": 1000}, locale="en-US")
-                page = context.new_page()
-                page.goto(f"http://127.0.0.1:{port}/", wait_until="domcontentloaded")
-                expect = playwright.expect
-                source = page.locator("#source-text textarea")
-                expect(source).to_be_visible(timeout=60_000)
-                note = page.locator("#method-note")
-                expect(note).to_contain_text(_label("attention"), timeout=60_000)
-                source.fill("el gato negro")
-                page.locator("#translate-button").click()
-                expect(page.locator("#translation textarea")).not_to_have_value("", timeout=120_000)
-                plot, links = page.locator("#alignment-plot img").first, page.locator("#alignment-links img").first
-                bar = page.locator("#source-share img").first
-                for shown in (plot, links, bar):
-                    expect(shown).to_be_visible(timeout=60_000)
-                runs = backend.runner.model_runs
-                bar_shows = (SHARE_FALLBACK, False)  # the bar's method, and whether it is the chosen one's own
-                for method in METHODS[1:]:
-                    before = {name: shown.get_attribute("src") for name, shown in (("plot", plot), ("links", links))}
-                    bar_before = bar.get_attribute("src")
-                    shows = (method, True) if method in SHARE_METHODS else (SHARE_FALLBACK, False)
-                    page.locator("#method").get_by_role("radio", name=_label(method), exact=True).check()
-                    expect(note).to_contain_text(_label(method), timeout=60_000)
-                    expect(note).to_contain_text("was not measured for this model")
-                    expect(plot).not_to_have_attribute("src", before["plot"], timeout=60_000)
-                    expect(links).not_to_have_attribute("src", before["links"], timeout=60_000)
-                    expect(bar).to_be_visible(timeout=60_000)
-                    if shows != bar_shows:  # another method's bar, or rollout's for a method without one
-                        expect(bar).not_to_have_attribute("src", bar_before, timeout=60_000)
-                    bar_shows = shows
-                page.locator("#method-note").scroll_into_view_if_needed()
-                page.screenshot(path=str(artifacts / "demo-explanations.png"), full_page=True)
-                # Back to a method already computed: nothing runs again.
-                page.locator("#method").get_by_role("radio", name=_label("saliency"), exact=True).check()
-                expect(note).to_contain_text(_label("saliency"), timeout=60_000)
-                page.wait_for_timeout(500)
-                assert backend.runner.model_runs == runs + len(MODEL_METHODS)
-            finally:
-                browser.close()
-    finally:
-        app.close()
+    with demo_page(backend) as (page, expect):
+        source = page.locator("#source-text textarea")
+        note = page.locator("#method-note")
+        expect(note).to_contain_text(_label("attention"), timeout=60_000)
+        source.fill("el gato negro")
+        page.locator("#translate-button").click()
+        expect(page.locator("#translation textarea")).not_to_have_value("", timeout=120_000)
+        plot, links = page.locator("#alignment-plot img").first, page.locator("#alignment-links img").first
+        bar = page.locator("#source-share img").first
+        for shown in (plot, links, bar):
+            expect(shown).to_be_visible(timeout=60_000)
+        runs = backend.runner.model_runs
+        bar_shows = (SHARE_FALLBACK, False)  # the bar's method, and whether it is the chosen one's own
+        for method in METHODS[1:]:
+            before = {name: shown.get_attribute("src") for name, shown in (("plot", plot), ("links", links))}
+            bar_before = bar.get_attribute("src")
+            shows = (method, True) if method in SHARE_METHODS else (SHARE_FALLBACK, False)
+            page.locator("#method").get_by_role("radio", name=_label(method), exact=True).check()
+            expect(note).to_contain_text(_label(method), timeout=60_000)
+            expect(note).to_contain_text("was not measured for this model")
+            expect(plot).not_to_have_attribute("src", before["plot"], timeout=60_000)
+            expect(links).not_to_have_attribute("src", before["links"], timeout=60_000)
+            expect(bar).to_be_visible(timeout=60_000)
+            if shows != bar_shows:  # another method's bar, or rollout's for a method without one
+                expect(bar).not_to_have_attribute("src", bar_before, timeout=60_000)
+            bar_shows = shows
+        page.locator("#method-note").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "demo-explanations.png"), full_page=True)
+        # Back to a method already computed: nothing runs again.
+        page.locator("#method").get_by_role("radio", name=_label("saliency"), exact=True).check()
+        expect(note).to_contain_text(_label("saliency"), timeout=60_000)
+        page.wait_for_timeout(500)
+        assert backend.runner.model_runs == runs + len(MODEL_METHODS)
 
 
 def test_integrated_gradients_runs_in_bfloat16_only_where_it_is_fast(backend, monkeypatch):
