@@ -1,9 +1,12 @@
 """Switch attention heads off, or measure how much the loss depends on each (Michel et al. 2019, "Are Sixteen
 Heads Really Better than One?").
 
-Every `VaswaniAttention` module has a `head_mask`: `None`, or one factor per head that scales the head's output
-before the output projection W^O. 0 switches a head off (what is left of the attention is W^O applied to the other
-heads, plus the projection's bias), 1 keeps it, and a mask that requires grad collects dL/dmask.
+A head's output is scaled by a factor before the output projection W^O of its layer: 0 switches the head off (what
+is left of the attention is W^O applied to the other heads, plus the projection's bias), 1 keeps it, and a factor
+that requires grad collects dL/dfactor. The factor is applied by a forward pre-hook on the output projection, whose
+input is the heads' outputs side by side (one slice of `head_dim` columns per head), the same patch nnsight and
+TransformerLens make; so it works on every architecture `vaswani_inspect.architectures` knows (ours, Marian,
+M2M100/NLLB, BART/mBART, T5...), on the eager and sdpa paths, in `forward` and `generate`.
 
 A head is named by its attention kind (`KINDS`: ``"encoder"`` self-attention, ``"decoder"`` self-attention,
 ``"cross"`` encoder-decoder attention), its layer and its index, all from 0. A set of heads is a mapping
@@ -16,8 +19,8 @@ A head is named by its attention kind (`KINDS`: ``"encoder"`` self-attention, ``
         loss.backward()
     masks["cross"].grad                   # dL/dmask, one value per layer and head
 
-Both restore the masks the modules had on the way out, also after an error, and nest (an inner ablation keeps the
-outer one's heads off).
+Both remove their hooks on the way out, also after an error, and nest (an inner ablation keeps the outer one's
+heads off: the factors multiply).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any, NamedTuple
 
 import torch
 
+from . import architectures
 from .record import check_kind
 
 __all__ = [
@@ -59,32 +63,18 @@ class Head(NamedTuple):
 
 
 def attention_modules(model: torch.nn.Module) -> dict[str, list[torch.nn.Module]]:
-    """The attention modules of an encoder-decoder Vaswani model, per kind, in layer order.
+    """The attention modules of an encoder-decoder model, per kind, in layer order
+    (`vaswani_inspect.architectures.attention_modules`).
 
     Raises:
-        TypeError: `model` has no encoder and decoder layers with ``self_attn`` / ``cross_attn`` modules that take a
-            ``head_mask``.
+        TypeError: (`UnsupportedModelError`) `model` is not an encoder-decoder whose attention modules are known.
     """
-    try:
-        encoder, decoder = model.get_encoder(), model.get_decoder()
-        modules = {
-            "encoder": [layer.self_attn for layer in encoder.layers],
-            "decoder": [layer.self_attn for layer in decoder.layers],
-            "cross": [layer.cross_attn for layer in decoder.layers],
-        }
-    except AttributeError:
-        modules = {}
-    if not modules or not all(hasattr(m, "head_mask") for group in modules.values() for m in group):
-        raise TypeError(
-            f"{type(model).__name__} is not a Vaswani encoder-decoder model whose attention modules take a head_mask "
-            "(hf_vaswani.VaswaniForConditionalGeneration)."
-        )
-    return modules
+    return architectures.attention_modules(model)
 
 
 def head_counts(model: torch.nn.Module) -> dict[str, tuple[int, int]]:
     """``{kind: (layers, heads per layer)}`` of `model`."""
-    return {kind: (len(modules), int(modules[0].num_heads)) for kind, modules in attention_modules(model).items()}
+    return architectures.head_counts(model)
 
 
 def list_heads(model: torch.nn.Module) -> list[Head]:
@@ -149,15 +139,32 @@ def heads_of(spec: Mapping[str, Mapping[int, Iterable[int]]]) -> list[Head]:
 
 
 @contextlib.contextmanager
-def _restoring_masks(model: torch.nn.Module) -> Iterator[dict[str, list[torch.nn.Module]]]:
+def _scaled_heads(model: torch.nn.Module, factors: Mapping[str, Mapping[int, torch.Tensor]]) -> Iterator[None]:
+    """Inside: the output of head h of `kind` layer l is multiplied by ``factors[kind][l][h]`` before the layer's
+    output projection; every hook is removed on the way out."""
     modules = attention_modules(model)
-    saved = {kind: [m.head_mask for m in group] for kind, group in modules.items()}
+    handles = []
     try:
-        yield modules
+        for kind, layers in factors.items():
+            for layer, factor in layers.items():
+                module = modules[kind][layer]
+                heads, size = architectures.head_size(model, module)
+                output = architectures.projections(model, module).output
+                handles.append(output.register_forward_pre_hook(_head_scaling_hook(factor, heads, size)))
+        yield
     finally:
-        for kind, group in modules.items():
-            for module, mask in zip(group, saved[kind]):
-                module.head_mask = mask
+        for handle in handles:
+            handle.remove()
+
+
+def _head_scaling_hook(factor: torch.Tensor, heads: int, size: int) -> Any:
+    def hook(module: torch.nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        concatenated = args[0]  # (..., heads * size): the heads' outputs side by side, before W^O
+        split = concatenated.unflatten(-1, (heads, size))
+        scaled = split * factor.to(device=split.device, dtype=split.dtype)[:, None]
+        return (scaled.flatten(-2), *args[1:])
+
+    return hook
 
 
 def _parameter(model: torch.nn.Module) -> torch.Tensor:
@@ -168,35 +175,35 @@ def _parameter(model: torch.nn.Module) -> torch.Tensor:
 def ablate_heads(model: torch.nn.Module, heads: HeadSpec | Iterable[Head]) -> Iterator[dict[str, dict[int, list[int]]]]:
     """Switch `heads` off inside the block: their outputs are zeroed before the output projection of their layer
     (Michel et al. 2019). Works for `forward` and `generate` (greedy, beam search, with the cache), on the eager
-    and sdpa paths. Layers without a chosen head are not touched, so an empty spec changes no bit of the logits.
+    and sdpa paths, for every architecture `vaswani_inspect.architectures` knows. Layers without a chosen head are
+    not touched, so an empty spec changes no bit of the logits.
 
-    Yields the checked spec (`check_heads`). On exit every module gets back the mask it had, error or not.
+    Yields the checked spec (`check_heads`). On exit the hooks are removed, error or not.
 
     Raises:
         ValueError: an unknown kind, layer or head (before anything is changed).
+        TypeError: a model whose attention modules are not known (`vaswani_inspect.architectures`).
     """
     spec = check_heads(model, heads)
+    counts = head_counts(model)
     reference = _parameter(model)
-    with _restoring_masks(model) as modules:
-        for kind, layers in spec.items():
-            for layer, chosen in layers.items():
-                module = modules[kind][layer]
-                previous = module.head_mask
-                mask = torch.ones(module.num_heads, device=reference.device, dtype=torch.float32)
-                if previous is not None:
-                    mask = mask * previous.detach().to(mask)
-                mask[chosen] = 0.0
-                module.head_mask = mask
+    factors: dict[str, dict[int, torch.Tensor]] = {}
+    for kind, layers in spec.items():
+        for layer, chosen in layers.items():
+            factor = torch.ones(counts[kind][1], device=reference.device, dtype=torch.float32)
+            factor[chosen] = 0.0
+            factors.setdefault(kind, {})[layer] = factor
+    with _scaled_heads(model, factors):
         yield spec
 
 
 @contextlib.contextmanager
 def gradient_masks(model: torch.nn.Module) -> Iterator[dict[str, torch.Tensor]]:
-    """Give every attention module a mask of ones that requires grad, for the block: a backward pass then leaves
+    """Scale every head by a factor of one that requires grad, for the block: a backward pass then leaves
     dL/dmask_h, how much the loss L changes as head h is scaled, in ``masks[kind].grad`` (shape (layers, heads)).
     The head importance of Michel et al. (2019) is its absolute value, averaged over examples.
 
-    Yields ``{kind: (layers, heads) leaf tensor}``; the modules' own masks are restored on exit.
+    Yields ``{kind: (layers, heads) leaf tensor}``; the hooks are removed on exit.
     """
     reference = _parameter(model)
     counts = head_counts(model)
@@ -204,8 +211,6 @@ def gradient_masks(model: torch.nn.Module) -> Iterator[dict[str, torch.Tensor]]:
         kind: torch.ones(layers, heads, device=reference.device, dtype=torch.float32, requires_grad=True)
         for kind, (layers, heads) in counts.items()
     }
-    with _restoring_masks(model) as modules:
-        for kind, group in modules.items():
-            for layer, module in enumerate(group):
-                module.head_mask = masks[kind][layer]
+    factors = {kind: {layer: masks[kind][layer] for layer in range(layers)} for kind, (layers, _) in counts.items()}
+    with _scaled_heads(model, factors):
         yield masks

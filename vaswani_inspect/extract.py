@@ -24,7 +24,10 @@ from hf_vaswani.limits import check_generation_settings
 from hf_vaswani.paths import default_model_path, looks_like_local_path
 from hf_vaswani.source_checks import check_known_characters, check_language_tokens
 
+from . import architectures
 from .alignment.config import model_alignment
+from .directions import Direction, resolve_direction, source_language_settings
+from .pieces import piece_labels
 from .record import AttentionRecord, check_alignment
 from .words import LANGUAGE_TOKEN
 
@@ -88,18 +91,19 @@ def extract(
     sources = [source] if single else list(source)
     targets = _check_arguments(sources, target, batch_size)
     config = _check_model(model)
-    max_positions = int(getattr(config, "max_position_embeddings", 0) or 0) or None
-    source_ids = _source_ids(model, tokenizer, sources, direction, max_positions, truncation)
+    max_positions = _max_positions(config)
+    how = _direction(model, tokenizer, direction)
+    source_ids = _source_ids(model, tokenizer, sources, how, max_positions, truncation)
     used_kwargs = None
     records: list[AttentionRecord] = []
     with _eval_mode(model), torch.inference_mode():
         if targets is None:
-            used_kwargs = _generate_settings(model, generate_kwargs, source_ids, max_positions)
+            used_kwargs = _generate_settings(model, generate_kwargs, source_ids, max_positions, how)
             decoder_ids = []
             for start in range(0, len(source_ids), batch_size):
                 decoder_ids += _generate(model, tokenizer, source_ids[start : start + batch_size], used_kwargs)
         else:
-            decoder_ids = _target_ids(model, tokenizer, targets, max_positions, truncation)
+            decoder_ids = _target_ids(model, tokenizer, targets, how, max_positions, truncation)
         for start in range(0, len(source_ids), batch_size):
             batch = slice(start, start + batch_size)
             records += _records_from_ids(model, tokenizer, source_ids[batch], decoder_ids[batch])
@@ -111,6 +115,13 @@ def extract(
         record.direction = direction
         record.generate_kwargs = _json_safe(used_kwargs)
     return records[0] if single else records
+
+
+def _max_positions(config: Any) -> int | None:
+    """How many positions the model's position table has; None for relative positions (T5), which have no limit."""
+    if getattr(config, "relative_attention_num_buckets", None) is not None:
+        return None
+    return int(getattr(config, "max_position_embeddings", 0) or 0) or None
 
 
 def _check_arguments(sources: list[str], target: str | Sequence[str] | None, batch_size: int) -> list[str] | None:
@@ -131,20 +142,20 @@ def _source_ids(
     model: Any,
     tokenizer: Any,
     sources: list[str],
-    direction: str | None,
+    direction: Direction | None,
     max_positions: int | None,
     truncation: bool,
 ) -> list[list[int]]:
-    """The token ids of each source, language token first, fitted to the model; warns about a source that names
-    no target language when the vocabulary has language tokens."""
-    language_token = _language_token(tokenizer, direction)
-    texts = [_prepare_source(tokenizer, text, i, language_token) for i, text in enumerate(sources)]
+    """The token ids of each source, as `direction` asks (language token, code or prefix), fitted to the model;
+    warns about a source that names no target language when the vocabulary has language tokens."""
+    texts = [_prepare_source(tokenizer, text, i, direction) for i, text in enumerate(sources)]
     eos = _eos_id(tokenizer, model)
-    source_ids = [
-        _fit(_encode(tokenizer, text, "source"), max_positions, truncation, f"source #{i}", eos)
-        for i, text in enumerate(texts)
-    ]
-    if language_token is None and _vocab_has_language_tokens(tokenizer):
+    with source_language_settings(tokenizer, direction):
+        source_ids = [
+            _fit(_encode(tokenizer, text, "source"), max_positions, truncation, f"source #{i}", eos)
+            for i, text in enumerate(texts)
+        ]
+    if direction is None and _vocab_has_language_tokens(tokenizer):
         for i, ids in enumerate(source_ids):
             if not any(LANGUAGE_TOKEN.match(t) for t in tokenizer.convert_ids_to_tokens(ids)):
                 warnings.warn(
@@ -156,19 +167,24 @@ def _source_ids(
 
 
 def _target_ids(
-    model: Any, tokenizer: Any, targets: list[str], max_positions: int | None, truncation: bool
+    model: Any,
+    tokenizer: Any,
+    targets: list[str],
+    direction: Direction | None,
+    max_positions: int | None,
+    truncation: bool,
 ) -> list[list[int]]:
     """The decoder input ids of each given target: the decoder start token, then the target fitted to the model."""
-    start_id = _decoder_start_id(model)
-    limit = None if max_positions is None else max_positions - 1
+    start = [_decoder_start_id(model), *(direction.target_start if direction is not None else [])]
+    limit = None if max_positions is None else max_positions - len(start)
     decoder_ids = []
     for i, text in enumerate(targets):
         _check_text(text, f"target #{i}")
         check_known_characters(tokenizer, [text], [f"target #{i}"])  # "</s>" alone is no translation to inspect
-        ids = _strip_leading_specials(tokenizer, _encode(tokenizer, text, f"target #{i}"))
+        ids = _strip_leading_specials(tokenizer, _encode(tokenizer, text, f"target #{i}", target=True))
         if not ids:
             raise ValueError(f"target #{i} ({text!r}) has no tokens besides special tokens.")
-        decoder_ids.append([start_id, *_fit(ids, limit, truncation, f"target #{i}", _eos_id(tokenizer, model))])
+        decoder_ids.append([*start, *_fit(ids, limit, truncation, f"target #{i}", _eos_id(tokenizer, model))])
     return decoder_ids
 
 
@@ -225,6 +241,8 @@ def _eval_mode(model: Any) -> Iterator[Any]:
 
 
 def _check_model(model: Any) -> Any:
+    """The model's config, once the model is known to be an encoder-decoder whose attention can be read (it is
+    switched to eager attention when it runs a kernel that returns no weights)."""
     config = getattr(model, "config", None)
     if config is None or not callable(model):
         raise TypeError(f"extract() needs a transformers encoder-decoder model, got {type(model).__name__}.")
@@ -233,6 +251,8 @@ def _check_model(model: Any) -> Any:
             f"{type(model).__name__} is not an encoder-decoder model (config.is_encoder_decoder is False): "
             "there is no cross-attention to extract."
         )
+    with contextlib.suppress(architectures.UnsupportedModelError):  # a model of another layout may return weights
+        architectures.ensure_attention_weights(model)
     return config
 
 
@@ -243,32 +263,15 @@ def _check_text(text: Any, what: str) -> None:
         raise ValueError(f"{what} is empty or whitespace only: there is nothing to translate or inspect.")
 
 
-def _parse_direction(direction: str) -> tuple[str, str]:
-    match = re.fullmatch(r"([A-Za-z_]+)-([A-Za-z_]+)", direction or "")
-    if not match:
-        raise ValueError(f"direction must look like 'es-en' (source-target), got {direction!r}.")
-    return match.group(1), match.group(2)
-
-
-def _language_token(tokenizer: Any, direction: str | None) -> str | None:
-    if direction is None:
-        return None
-    _, target_language = _parse_direction(direction)
-    token = f">>{target_language}<<"
-    token_id = tokenizer.convert_tokens_to_ids(token)
-    if token_id is None or (token_id == tokenizer.unk_token_id and token != tokenizer.unk_token):
-        known = sorted(t for t in tokenizer.get_vocab() if LANGUAGE_TOKEN.match(t))
-        raise ValueError(
-            f"The tokenizer has no language token {token} for direction {direction!r}; it knows {known or 'none'}."
-        )
-    return token
+def _direction(model: Any, tokenizer: Any, direction: str | None) -> Direction | None:
+    return None if direction is None else resolve_direction(model, tokenizer, direction)
 
 
 def _vocab_has_language_tokens(tokenizer: Any) -> bool:
     return any(LANGUAGE_TOKEN.match(t) for t in getattr(tokenizer, "all_special_tokens", []))
 
 
-def _prepare_source(tokenizer: Any, text: Any, index: int, language_token: str | None) -> str:
+def _prepare_source(tokenizer: Any, text: Any, index: int, direction: Direction | None) -> str:
     """The source as the model reads it, checked as the commands check theirs (`hf_vaswani.source_checks`)."""
     _check_text(text, f"source #{index}")
     text = text.strip()
@@ -277,8 +280,11 @@ def _prepare_source(tokenizer: Any, text: Any, index: int, language_token: str |
     words = text[leading.end() :] if leading else text
     if words.strip():
         check_known_characters(tokenizer, [words], [f"source #{index}"])
-    if language_token is None:
+    if direction is None:
         return text
+    if direction.scheme != "target_token":
+        return f"{direction.source_prefix}{text}"
+    language_token = direction.source_prefix.strip()
     if leading:
         if leading.group(0) != language_token:
             raise ValueError(f"source #{index} starts with {leading.group(0)} but direction asks for {language_token}.")
@@ -288,8 +294,10 @@ def _prepare_source(tokenizer: Any, text: Any, index: int, language_token: str |
     return f"{language_token} {text}"
 
 
-def _encode(tokenizer: Any, text: str, what: str) -> list[int]:
-    ids = list(tokenizer(text, add_special_tokens=True)["input_ids"])
+def _encode(tokenizer: Any, text: str, what: str, target: bool = False) -> list[int]:
+    # A target is encoded as one: Marian tokenizers segment it with the target language's model.
+    encoded = tokenizer(text_target=text) if target else tokenizer(text)
+    ids = list(encoded["input_ids"])
     if not ids:
         raise ValueError(f"{what} ({text!r}) gives no tokens.")
     return ids
@@ -340,19 +348,26 @@ def _fit(ids: list[int], limit: int | None, truncation: bool, what: str, eos_id:
 
 
 def _strip_leading_specials(tokenizer: Any, ids: list[int]) -> list[int]:
-    """A reference target must not repeat `<s>` or carry a language token: the decoder start is added here."""
+    """A reference target must not repeat `<s>` or carry a language token or code: the decoder start and the
+    direction's target code are added here."""
     bos = getattr(tokenizer, "bos_token_id", None)
+    eos = getattr(tokenizer, "eos_token_id", None)
+    specials = set(getattr(tokenizer, "all_special_ids", []) or []) - {eos}
     tokens = tokenizer.convert_ids_to_tokens(ids)
     start = 0
-    while start < len(ids) and (ids[start] == bos or LANGUAGE_TOKEN.match(tokens[start])):
+    while start < len(ids) and (ids[start] == bos or ids[start] in specials or LANGUAGE_TOKEN.match(tokens[start])):
         start += 1
     return ids[start:]
 
 
 def _generate_settings(
-    model: Any, generate_kwargs: dict[str, Any] | None, source_ids: list[list[int]], max_positions: int | None
+    model: Any,
+    generate_kwargs: dict[str, Any] | None,
+    source_ids: list[list[int]],
+    max_positions: int | None,
+    direction: Direction | None = None,
 ) -> dict[str, Any]:
-    settings = dict(generate_kwargs or {})
+    settings = {**(direction.generate_settings if direction is not None else {}), **(generate_kwargs or {})}
     for reserved in ("input_ids", "attention_mask", "inputs"):
         if reserved in settings:
             raise ValueError(f"generate_kwargs must not contain {reserved!r}: extract() builds it from the source.")
@@ -445,6 +460,15 @@ def _attention_tuple(outputs: Any, name: str, expected_layers: int | None) -> tu
     return value
 
 
+def _layer_counts(model: Any) -> dict[str, int | None]:
+    try:
+        return {kind: count for kind, (count, _) in architectures.head_counts(model).items()}
+    except architectures.UnsupportedModelError:  # attention modules not found: read the counts from the config
+        config = model.config
+        decoder = getattr(config, "decoder_layers", None)
+        return {"encoder": getattr(config, "encoder_layers", None), "decoder": decoder, "cross": decoder}
+
+
 def _records_from_ids(
     model: Any, tokenizer: Any, sources: list[list[int]], decoder_inputs: list[list[int]]
 ) -> list[AttentionRecord]:
@@ -463,9 +487,10 @@ def _records_from_ids(
         return_dict=True,
     )
     config = model.config
-    encoder = _attention_tuple(outputs, "encoder_attentions", getattr(config, "encoder_layers", None))
-    decoder = _attention_tuple(outputs, "decoder_attentions", getattr(config, "decoder_layers", None))
-    cross = _attention_tuple(outputs, "cross_attentions", getattr(config, "decoder_layers", None))
+    layers = _layer_counts(model)
+    encoder = _attention_tuple(outputs, "encoder_attentions", layers["encoder"])
+    decoder = _attention_tuple(outputs, "decoder_attentions", layers["decoder"])
+    cross = _attention_tuple(outputs, "cross_attentions", layers["cross"])
     # One device->host copy per kind: (layers, batch, heads, queries, keys).
     arrays = [torch.stack(layers).float().cpu().numpy() for layers in (encoder, decoder, cross)]
     specials = _special_tokens(tokenizer)
@@ -481,8 +506,8 @@ def _records_from_ids(
                 raise AttentionUnavailableError(f"The model returned non-finite {name} attention weights.")
         records.append(
             AttentionRecord(
-                source_tokens=tokenizer.convert_ids_to_tokens(src),
-                target_tokens=tokenizer.convert_ids_to_tokens(tgt),
+                source_tokens=piece_labels(tokenizer, src),
+                target_tokens=piece_labels(tokenizer, tgt),
                 source_ids=src,
                 target_ids=tgt,
                 encoder=enc,

@@ -117,13 +117,13 @@ def test_head_scores_are_consistent(trained, measured):
     for s in measured.heads:
         layer_norms[s.kind, s.layer] = layer_norms.get((s.kind, s.layer), 0.0) + s.gradient_normalized**2
     assert all(value == pytest.approx(1.0) for value in layer_norms.values())
-    assert all(module_mask is None for module_mask in _masks(model))  # left as they were
+    assert _hooks(model) == 0  # no ablation hook left behind
 
 
-def _masks(model):
+def _hooks(model):
     from vaswani_inspect.ablation import attention_modules
 
-    return [m.head_mask for group in attention_modules(model).values() for m in group]
+    return sum(len(m.out_proj._forward_pre_hooks) for group in attention_modules(model).values() for m in group)
 
 
 def test_pruning_curves_and_groups(measured):

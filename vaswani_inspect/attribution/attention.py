@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .. import architectures
 from ..alignment.links import alignment_matrix
 from ..record import AttentionRecord
 from .inputs import eval_mode, record_inputs
@@ -42,23 +43,18 @@ def value_norms(model: Any, record: AttentionRecord) -> np.ndarray:
         encoded = model.get_encoder()(input_ids=inputs.source).last_hidden_state[0]  # (S, d)
         norms = []
         for module in layers:
-            heads, head_dim = module.num_heads, module.head_dim
-            values = module.v_proj(encoded).view(-1, heads, head_dim)  # (S, H, d_h)
-            weight = module.out_proj.weight.view(-1, heads, head_dim)  # (d, H, d_h): column block h is W_O^h
+            heads, head_dim = architectures.head_size(model, module)
+            maps = architectures.projections(model, module)
+            values = maps.value(encoded).view(-1, heads, head_dim)  # (S, H, d_h)
+            weight = maps.output.weight.view(-1, heads, head_dim)  # (d, H, d_h): column block h is W_O^h
             transformed = torch.einsum("shk,dhk->hsd", values, weight)
             norms.append(transformed.norm(dim=-1).double().cpu().numpy())
     return np.stack(norms)
 
 
 def _cross_attention_modules(model: Any) -> list[Any]:
-    layers = getattr(model.get_decoder(), "layers", None)
-    modules = [getattr(layer, "cross_attn", None) or getattr(layer, "encoder_attn", None) for layer in layers or []]
-    if not modules or any(m is None or not hasattr(m, "v_proj") or not hasattr(m, "out_proj") for m in modules):
-        raise TypeError(
-            f"{type(model).__name__}: attention_norm needs decoder layers with a cross-attention module that has "
-            "v_proj and out_proj (as VaswaniAttention and Marian's attention have)."
-        )
-    return modules
+    """The decoder's encoder-decoder attention modules (`vaswani_inspect.architectures`), in layer order."""
+    return architectures.attention_modules(model)["cross"]
 
 
 def attention_norm_matrix(model: Any, record: AttentionRecord, layers: str = "aligner") -> tuple[np.ndarray, dict]:

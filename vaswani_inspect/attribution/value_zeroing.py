@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .. import architectures
 from ..record import AttentionRecord
 from .attention import _cross_attention_modules
 from .inputs import eval_mode, record_inputs
@@ -32,7 +33,8 @@ def zeroed_values(model: Any, keep: torch.Tensor) -> Iterator[None]:
     def hook(module: Any, args: Any, output: torch.Tensor) -> torch.Tensor:
         return output * keep[..., None].to(output.dtype)
 
-    handles = [module.v_proj.register_forward_hook(hook) for module in _cross_attention_modules(model)]
+    values = [architectures.projections(model, module).value for module in _cross_attention_modules(model)]
+    handles = [projection.register_forward_hook(hook) for projection in values]
     try:
         yield
     finally:
