@@ -56,3 +56,14 @@ def record(model, tokenizer):
     from vaswani_inspect import extract
 
     return extract(model, tokenizer, "el gato negro", "the black cat", direction="es-en")
+
+
+@pytest.fixture(scope="session")
+def tiny_architecture_folders(tmp_path_factory):
+    """{architecture: folder} of tiny random translation models of other architectures (Marian, NLLB, mBART-50,
+    BART, T5), each with its real tokenizer format; built once per session by
+    `vaswani_inspect.testing_models.write_tiny_architecture` (treat the folders as read-only)."""
+    from vaswani_inspect.testing_models import ARCHITECTURES, write_tiny_architecture
+
+    root = tmp_path_factory.mktemp("architectures")
+    return {architecture: write_tiny_architecture(architecture, root / architecture) for architecture in ARCHITECTURES}

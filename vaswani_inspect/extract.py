@@ -209,10 +209,12 @@ def record_from_ids(
 
 def load_model_and_tokenizer(path: str | Path | None = None, *, device: str | None = None) -> tuple[Any, Any]:
     """Load a model folder or Hub id (default: the shipped checkpoint, `hf_vaswani.paths.default_model_path()`) as
-    (model, tokenizer), the model in eval mode on `device` (default cpu).
+    (model, tokenizer), the model in eval mode on `device` (default cpu). Ours loads as ``hf-vaswani translate``
+    loads it; any other architecture the toolkit knows (Marian/OPUS-MT, M2M100/NLLB, mBART, BART, T5) with eager
+    attention, so that its attention weights can be read (`vaswani_inspect.loading`).
 
     A `Path`, and a name that is not of the form ``org/name`` (`hf_vaswani.paths.looks_like_local_path`), is a
-    local folder, as for ``hf-vaswani translate --model``; the loading itself is `hf_vaswani.inference.load_translator`.
+    local folder, as for ``hf-vaswani translate --model``; the loading itself is `vaswani_inspect.loading.load_for_inspection`.
 
     Raises:
         FileNotFoundError: no such folder (or no `path` and the shipped checkpoint is not found).
@@ -222,9 +224,9 @@ def load_model_and_tokenizer(path: str | Path | None = None, *, device: str | No
         path = default_model_path()
     elif not Path(path).expanduser().is_dir() and (isinstance(path, Path) or looks_like_local_path(str(path))):
         raise FileNotFoundError(f"No model checkpoint folder at {path}.")
-    from hf_vaswani.inference import load_translator
+    from .loading import load_for_inspection
 
-    return load_translator(path, device=device or "cpu")
+    return load_for_inspection(path, device=device or "cpu")
 
 
 @contextlib.contextmanager

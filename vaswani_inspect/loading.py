@@ -1,0 +1,104 @@
+"""Loading any supported translation model for inspection: ours through `hf_vaswani.inference.load_translator`,
+the others (Marian/OPUS-MT, M2M100/NLLB, mBART, BART, T5...) with their Auto classes and eager attention.
+
+A model of another architecture is checked as ours is, as far as the checks apply to it: tensors missing or of the
+wrong shape, NaN weights, special-token ids outside the vocabulary, a tokenizer with more tokens than the model's
+vocabulary (`hf_vaswani.model_checks`); and its attention modules must be where `vaswani_inspect.architectures`
+looks for them. Each problem is one `ValueError` naming the folder or Hub id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["load_for_inspection", "model_type_of"]
+
+
+def model_type_of(name: str) -> str | None:
+    """The ``model_type`` a local folder's config.json names (None when it names none or is not JSON; the loader
+    then says what is wrong). A Hub id is read through transformers' `AutoConfig` (from the cache offline)."""
+    path = Path(name).expanduser()
+    if path.is_dir():
+        try:
+            data = json.loads((path / "config.json").read_bytes())
+        except (OSError, ValueError):
+            return None
+        return data.get("model_type") if isinstance(data, dict) else None
+    from transformers import AutoConfig
+
+    import hf_vaswani  # noqa: F401  (registers the "vaswani" model type)
+
+    try:
+        return getattr(AutoConfig.from_pretrained(name), "model_type", None)
+    except (OSError, ValueError, KeyError):
+        return None  # the loader says why
+
+
+def load_for_inspection(name: str | os.PathLike[str], device: str | None = None) -> tuple[Any, Any]:
+    """(model, tokenizer) of a model folder or Hub id, in eval mode on `device` (default cpu); ours through
+    `load_translator`, any other with ``attn_implementation="eager"``, so that its attention weights can be read.
+
+    Raises:
+        FileNotFoundError: a local folder without config.json.
+        ValueError: the folder or Hub id cannot be loaded, its model is broken, or its architecture is not one the
+            toolkit can look inside (the message says what was not found).
+    """
+    from hf_vaswani.inference import describe_load_error, load_translator, resolve_device
+    from hf_vaswani.paths import looks_like_local_path
+
+    text = str(name)
+    local = looks_like_local_path(text)
+    if local and not (Path(text).expanduser() / "config.json").is_file():
+        raise FileNotFoundError(f"No model folder with a config.json at {text!r}.")
+    if model_type_of(text) == "vaswani":
+        return load_translator(text, device=device or "cpu")
+    target = resolve_device(device or "cpu")
+    if local:
+        text = str(Path(text).expanduser())
+    model, tokenizer, loading_info = _load_auto(text, describe_load_error)
+    _check_foreign_model(model, tokenizer, loading_info, text)
+    model.to(target).eval()
+    return model, tokenizer
+
+
+def _load_auto(name: str, describe: Any) -> tuple[Any, Any, dict]:
+    from pickle import UnpicklingError
+
+    from safetensors import SafetensorError
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from hf_vaswani.model_checks import reports_silenced
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name)
+        with reports_silenced():
+            model, loading_info = AutoModelForSeq2SeqLM.from_pretrained(
+                name, attn_implementation="eager", output_loading_info=True
+            )
+    except (SafetensorError, UnpicklingError, RuntimeError, KeyError, ValueError, OSError) as error:
+        raise ValueError(f"Cannot load the model at {name!r}: {describe(error)}") from error
+    return model, tokenizer, loading_info
+
+
+def _check_foreign_model(model: Any, tokenizer: Any, loading_info: dict, name: str) -> None:
+    from hf_vaswani.model_checks import BrokenModelError, loading_problems, non_finite_weights, token_id_problems
+
+    from .architectures import UnsupportedModelError, architecture_of
+
+    try:
+        architecture_of(model)
+    except UnsupportedModelError as error:
+        raise ValueError(f"Cannot inspect the model at {name!r}: {error}") from None
+    tied = getattr(model, "all_tied_weights_keys", None) or getattr(model, "_tied_weights_keys", None) or {}
+    problems = loading_problems(loading_info or {}, tied=set(tied))
+    problems += non_finite_weights(model)
+    problems += token_id_problems(model)
+    vocabulary = int(getattr(model.config, "vocab_size", 0) or 0)
+    if vocabulary and len(tokenizer) > vocabulary:
+        # (T5's table is larger than its tokenizer, 32128 for 32100 tokens: only the other way is broken.)
+        problems.append(f"the tokenizer has {len(tokenizer)} tokens and the model's vocabulary only {vocabulary}")
+    if problems:
+        raise BrokenModelError(f"The model at {name!r} is broken: {'; '.join(problems)}.")
