@@ -21,7 +21,7 @@ from vaswani_inspect.compare import check_bert, compare_bert, load_bert, load_ou
 from vaswani_inspect.compare.comparison import compare_records
 from vaswani_inspect.compare.distances import js_divergence, pairwise_js_sums
 from vaswani_inspect.compare.errors import CompareInputError
-from vaswani_inspect.compare.models import bert_attention
+from vaswani_inspect.compare.models import bert_attention, max_positions
 from vaswani_inspect.compare.records import self_attention_record, word_level_record
 from vaswani_inspect.compare.sentences import Sentence
 from vaswani_inspect.compare.words import Pieces, encode_pieces, shared_words, split_words, word_groups
@@ -362,12 +362,12 @@ def _main(argv: list[str]) -> int:
 
 
 def test_bert_argument_must_be_a_bert(ours_dir, tmp_path):
-    with pytest.raises(CompareInputError, match="hf_vaswani translation checkpoint.*pass it as --model"):
+    with pytest.raises(CompareInputError, match="translation checkpoint for --model.*'vaswani'.*pass it as --model"):
         check_bert(str(ours_dir))
     gpt2 = tmp_path / "gpt2"
     gpt2.mkdir()
     (gpt2 / "config.json").write_text(json.dumps({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"]}))
-    with pytest.raises(CompareInputError, match="not a BERT model.*'gpt2'.*GPT2LMHeadModel"):
+    with pytest.raises(CompareInputError, match="not a BERT-family encoder.*'gpt2'.*GPT2LMHeadModel"):
         check_bert(str(gpt2))
     with pytest.raises(CompareInputError, match="no config.json"):
         check_bert(str(tmp_path))
@@ -390,6 +390,10 @@ def test_command_reports_bad_input_in_one_line(ours_dir, tmp_path, capsys):
     assert _main([*base, "--bert", str(ours_dir), "--sentences", str(SENTENCES)]) == 2
     captured = capsys.readouterr()
     assert "not a BERT" in captured.err + captured.out
+    swapped = [*base[:3], "--model", MINILM, "--no-progress", "--bert", MINILM, "--sentences", str(SENTENCES)]
+    assert _main(swapped) == 2
+    captured = capsys.readouterr()
+    assert f"--model {MINILM} is not an hf_vaswani translation checkpoint (model_type 'bert')" in captured.err
     assert not (tmp_path / "out").exists()
 
 
@@ -511,3 +515,240 @@ def test_command_replaces_a_report_only_with_overwrite_and_whole(ours_dir, tmp_p
     assert not (out / "decoder_mds.png").exists() and (out / "encoder_mds.png").is_file()
     assert "encoder_mds.png" in (out / "index.md").read_text(encoding="utf-8")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]  # no temporary sibling left
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Every BERT family: tiny random encoders with real tokenizers of their kind, trained here
+# ----------------------------------------------------------------------------------------------------------------
+
+#: family -> (config.model_type, the slots' special tokens): the families `--bert` accepts, in the order of the table
+#: in docs/compare_bert.md.
+FAMILIES = {
+    "bert": ("bert", "[CLS]", "[SEP]"),
+    "roberta": ("roberta", "<s>", "</s>"),
+    "xlm-roberta": ("xlm-roberta", "<s>", "</s>"),
+    "distilbert": ("distilbert", "[CLS]", "[SEP]"),
+    "electra": ("electra", "[CLS]", "[SEP]"),
+    "deberta-v2": ("deberta-v2", "[CLS]", "[SEP]"),
+}
+#: The tiny encoders read at most this many tokens (RoBERTa-style ones have 2 more position embeddings).
+FAMILY_LIMIT = 64
+
+
+def _family_corpus() -> list[str]:
+    return training_sentences() + [s.text for s in read_sentences(SENTENCES)] + [HARD]
+
+
+def _wordpiece_vocab(corpus: list[str]) -> dict[str, int]:
+    """An uncased WordPiece vocabulary (BERT's normalizer and pre-tokenizer), as BERT, DistilBERT and ELECTRA use."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tokenizer.train_from_iterator(corpus, trainers.WordPieceTrainer(vocab_size=300, special_tokens=specials))
+    return tokenizer.get_vocab()
+
+
+def _byte_level_bpe(corpus: list[str]) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """A byte-level BPE vocabulary and merges ("Ġ" marks a space), as RoBERTa uses."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=400,
+        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tokenizer.train_from_iterator(corpus, trainer)
+    model = json.loads(tokenizer.to_str())["model"]
+    return model["vocab"], [tuple(pair) for pair in model["merges"]]
+
+
+def _unigram_vocab(corpus: list[str], specials: list[str]) -> list[tuple[str, float]]:
+    """A sentencepiece-style Unigram vocabulary ("▁" marks a space), as XLM-RoBERTa and DeBERTa-v2 use."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.Unigram())
+    tokenizer.normalizer = normalizers.NFKC()
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
+    alphabet = sorted(set("".join(corpus)))  # every character of the corpus is a piece: no unknown token in HARD
+    trainer = trainers.UnigramTrainer(
+        vocab_size=300, special_tokens=specials, unk_token=specials[3], initial_alphabet=alphabet
+    )
+    tokenizer.train_from_iterator(corpus, trainer)
+    return [tuple(piece) for piece in json.loads(tokenizer.to_str())["model"]["vocab"]]
+
+
+@pytest.fixture(scope="module")
+def bert_families(tmp_path_factory) -> dict[str, Path]:
+    """family -> a folder with a tiny random encoder of that family (hidden 32, 2 layers x 2 heads) saved as its
+    pretrained checkpoints are, with a tokenizer of the family's format and class trained on the test corpus."""
+    import transformers as tf
+
+    corpus = _family_corpus()
+    wordpiece = _wordpiece_vocab(corpus)
+    vocab, merges = _byte_level_bpe(corpus)
+    size = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+    absolute = dict(size, max_position_embeddings=FAMILY_LIMIT)
+    after_padding = dict(size, max_position_embeddings=FAMILY_LIMIT + 2, pad_token_id=1)
+    families = {
+        "bert": (tf.BertTokenizer(vocab=wordpiece), tf.BertConfig, absolute, tf.BertForMaskedLM),
+        "roberta": (tf.RobertaTokenizer(vocab=vocab, merges=merges), tf.RobertaConfig, after_padding, None),
+        "xlm-roberta": (
+            tf.XLMRobertaTokenizer(vocab=_unigram_vocab(corpus, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"])),
+            tf.XLMRobertaConfig,
+            after_padding,
+            None,
+        ),
+        "distilbert": (
+            tf.DistilBertTokenizer(vocab=wordpiece),
+            tf.DistilBertConfig,
+            dict(dim=32, n_layers=2, n_heads=2, hidden_dim=64, max_position_embeddings=FAMILY_LIMIT),
+            None,
+        ),
+        "electra": (tf.BertTokenizer(vocab=wordpiece), tf.ElectraConfig, dict(absolute, embedding_size=32), None),
+        "deberta-v2": (
+            tf.DebertaV2Tokenizer(vocab=_unigram_vocab(corpus, ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"])),
+            tf.DebertaV2Config,
+            dict(  # DeBERTa-v3's layout: relative positions only
+                absolute,
+                relative_attention=True,
+                position_buckets=16,
+                pos_att_type=["p2c", "c2p"],
+                position_biased_input=False,
+                norm_rel_ebd="layer_norm",
+                share_att_key=True,
+                type_vocab_size=0,
+            ),
+            None,
+        ),
+    }
+    folders = {}
+    for family, (tokenizer, config_class, settings, model_class) in families.items():
+        torch.manual_seed(0)
+        config = config_class(vocab_size=len(tokenizer), **settings)
+        model = model_class(config) if model_class else tf.AutoModel.from_config(config)
+        folders[family] = tmp_path_factory.mktemp(family)
+        model.save_pretrained(folders[family])
+        tokenizer.save_pretrained(folders[family])
+    return folders
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_bert_family_maps_its_pieces_to_the_words(family, bert_families):
+    model_type, start, end = FAMILIES[family]
+    bert, tokenizer = load_bert(str(bert_families[family]))
+    assert bert.config.model_type == model_type and bert.config._attn_implementation == "eager"
+    pieces = encode_pieces(tokenizer, HARD)
+    words = shared_words(HARD, [pieces])
+    # (a trained vocabulary may hold a piece such as '."' that joins two words; these tiny ones do not today)
+    assert "".join(HARD[s:e] for s, e in words) == "".join(HARD.split())
+    assert {"don't", "café", "niño", "3.5", "1,000", "dollars"} <= {HARD[s:e] for s, e in words}
+    groups = word_groups(pieces, words)
+    assert [pieces.tokens[i] for i in groups.start] == [start] and [pieces.tokens[i] for i in groups.end] == [end]
+    marked = False
+    for (s, e), group in zip(words, groups.words):
+        tokens = [pieces.tokens[i] for i in group]
+        marked |= any(token in ("Ġ", "▁") for token in tokens)  # a lone space marker joins the next word
+        joined = "".join(tokenizer.convert_tokens_to_string(tokens).split())
+        word = HARD[s:e]
+        if getattr(tokenizer, "do_lower_case", False) and family != "deberta-v2":  # uncased WordPiece
+            word = "".join(c for c in unicodedata.normalize("NFD", word.lower()) if unicodedata.category(c) != "Mn")
+        assert joined == word, (family, HARD[s:e], tokens)
+    assert marked == (family in ("roberta", "xlm-roberta", "deberta-v2"))
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_bert_family_gives_causal_and_padded_attention_right(family, bert_families):
+    bert, tokenizer = load_bert(str(bert_families[family]))
+    assert max_positions(bert, tokenizer) == FAMILY_LIMIT  # RoBERTa-style: 2 of 66 positions are not usable
+    many = encode_pieces(tokenizer, " ".join(["cat"] * 200))
+    keep = [*range(FAMILY_LIMIT - 1), len(many) - 1]  # the first pieces and the end token: the longest input
+    longest = Pieces([many.tokens[i] for i in keep], [many.ids[i] for i in keep], [many.spans[i] for i in keep])
+    short = encode_pieces(tokenizer, "The cat sleeps.")
+    for causal in (False, True):
+        both = bert_attention(bert, [longest, short], causal=causal)  # exactly at the limit: no position overflow
+        (alone,) = bert_attention(bert, [short], causal=causal)
+        np.testing.assert_allclose(both[1], alone, atol=1e-5)  # padding changes nothing
+        assert alone.shape == (2, 2, len(short), len(short))
+        np.testing.assert_allclose(alone.sum(-1), 1.0, atol=1e-5)
+        upper = np.abs(np.triu(alone, k=1)).max()
+        assert upper == 0.0 if causal else upper > 0.01
+    # causal: the first k rows are those of the first k tokens alone, in every layer (the mask reaches them all)
+    k = len(short) - 2
+    (prefix,) = bert_attention(bert, [Pieces(short.tokens[:k], short.ids[:k], short.spans[:k])], causal=True)
+    np.testing.assert_allclose(alone[..., :k, :k], prefix, atol=1e-5)
+    encoder = getattr(bert, "encoder", None)  # DeBERTa-v2's mask builder is restored
+    assert not getattr(bert.config, "is_decoder", False) and "get_attention_mask" not in vars(encoder or bert)
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_command_compares_every_bert_family(family, bert_families, ours_dir, tmp_path, capsys, monkeypatch):
+    """The command end to end but for drawing the report (the same for every family, tested above with MiniLM)."""
+    results = []
+    monkeypatch.setattr(
+        "vaswani_inspect.compare.write_compare_report", lambda result, out, **kwargs: results.append(result) or {}
+    )
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text(f"{HARD}\nThe cat sleeps.\tEl gato duerme.\n", encoding="utf-8")
+    argv = ["compare-bert", "--bert", str(bert_families[family]), "--sentences", str(sentences)]
+    argv += ["--out", str(tmp_path / "out"), "--model", str(ours_dir), "--decoder", "--no-progress"]
+    assert _main(argv) == 0
+    printed = capsys.readouterr().out
+    (result,) = results
+    name = {"bert": "BERT", "roberta": "RoBERTa", "xlm-roberta": "XLM-RoBERTa", "distilbert": "DistilBERT"}
+    name |= {"electra": "ELECTRA", "deberta-v2": "DeBERTa-v2"}
+    assert result.settings["bert_family"] == name[family] and not result.skipped
+    for kind in ("encoder", "decoder"):
+        comparison = result.comparisons[kind]
+        assert len(comparison.stats_b) == 4 and comparison.distance.shape[1] == 4 and comparison.rows > 0
+        assert np.isfinite(comparison.distance).all()
+    assert f"vs 4 {name[family]} heads" in printed and "report:" in printed
+
+
+def test_sdpa_encoder_is_switched_to_eager_attention(bert_families, ours):
+    from transformers import AutoModel, AutoTokenizer
+
+    folder = bert_families["roberta"]
+    bert, tokenizer = AutoModel.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    assert bert.config._attn_implementation == "sdpa"
+    result = compare_bert(["The cat sleeps."], *ours, bert, tokenizer, progress=False)
+    assert bert.config._attn_implementation == "eager"
+    assert any("switched from sdpa to eager" in note for note in result.notes)
+
+
+REFUSED = {
+    "gpt2": ("GPT2Config", {}, "GPT2LMHeadModel", "is not a BERT-family encoder (model_type 'gpt2', GPT2LMHeadModel)"),
+    "marian": ("MarianConfig", {}, "MarianMTModel", "is an encoder-decoder model (model_type 'marian', MarianMTModel)"),
+    "bert-decoder": (
+        "BertConfig",
+        {"is_decoder": True},
+        "BertLMHeadModel",
+        "is a BERT configured as a causal decoder (is_decoder: true, BertLMHeadModel)",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(REFUSED))
+def test_command_refuses_another_kind_of_model_as_bert(kind, ours_dir, tmp_path, capsys, monkeypatch):
+    import transformers
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("a model was loaded before the wrong --bert was refused")
+
+    monkeypatch.setattr("vaswani_inspect.compare.load_ours", no_loading)
+    class_name, settings, architecture, message = REFUSED[kind]
+    config = getattr(transformers, class_name)(**settings)
+    config.architectures = [architecture]
+    config.save_pretrained(tmp_path / kind)
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("The cat sleeps.\n", encoding="utf-8")
+    argv = ["compare-bert", "--bert", str(tmp_path / kind), "--sentences", str(sentences)]
+    code, err = _run([*argv, "--out", str(tmp_path / "out"), "--model", str(ours_dir), "--no-progress"], capsys)
+    assert code == 2 and f"--bert {tmp_path / kind} {message}" in err, err
+    accepted = "BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA or DeBERTa-v2 encoder (model_type 'bert', 'roberta'"
+    assert f"--bert takes a {accepted}" in err, err
+    assert not (tmp_path / "out").exists()

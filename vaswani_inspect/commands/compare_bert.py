@@ -1,4 +1,5 @@
-"""``hf-vaswani compare-bert``: compare our heads with a pretrained BERT's (`vaswani_inspect.compare`)."""
+"""``hf-vaswani compare-bert``: compare our heads with a pretrained BERT-family encoder's (`vaswani_inspect.compare`):
+BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA or DeBERTa-v2 (`vaswani_inspect.compare.models.BERT_FAMILIES`)."""
 
 from __future__ import annotations
 
@@ -25,17 +26,23 @@ def add_parser(subparsers: Any) -> None:
 
 def _add_compare_bert(subparsers: Any) -> argparse.ArgumentParser:
     from ..compare import DEFAULT_BERT
+    from ..compare.models import BERT_FAMILIES
 
+    families = ", ".join(BERT_FAMILIES.values())
     parser = subparsers.add_parser(
         "compare-bert",
-        help="compare our heads with a pretrained BERT's (Clark et al. 2019)",
+        help="compare our heads with a pretrained BERT-family encoder's (Clark et al. 2019)",
         description=(
-            "Run our encoder (en->es) and a BERT on the same English sentences, merge their attention to the same "
-            "words, and write per-head statistics, head-to-head Jensen-Shannon distances, an MDS map of all heads "
-            "and a summary (index.md, report.json, PNGs) into --out."
+            f"Run our encoder (en->es) and a BERT-family encoder ({families}) on the same English sentences, merge "
+            "their attention to the same words, and write per-head statistics, head-to-head Jensen-Shannon "
+            "distances, an MDS map of all heads and a summary (index.md, report.json, PNGs) into --out."
         ),
     )
-    parser.add_argument("--bert", default=DEFAULT_BERT, help=f"BERT Hub id or local folder (default: {DEFAULT_BERT})")
+    parser.add_argument(
+        "--bert",
+        default=DEFAULT_BERT,
+        help=f"Hub id or local folder of a BERT-family encoder: {families} (default: {DEFAULT_BERT})",
+    )
     parser.add_argument(
         "--sentences", required=True, type=Path, help="English sentences, one per line (or English<TAB>Spanish)"
     )
@@ -46,7 +53,7 @@ def _add_compare_bert(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--decoder",
         action="store_true",
-        help="also compare our decoder self-attention (English target, es->en) with causally masked BERT",
+        help="also compare our decoder self-attention (English target, es->en) with the causally masked encoder",
     )
     parser.add_argument(
         "--specials",
@@ -74,6 +81,7 @@ def run_compare_bert(args: argparse.Namespace) -> int:
     from hf_vaswani.outputs import OutputPlan
 
     from ..compare import check_bert, compare_bert, load_bert, load_ours, read_sentences, write_compare_report
+    from ..compare.models import check_ours, family_name
     from ..dependencies import require
 
     check_device(args.device)
@@ -84,6 +92,7 @@ def run_compare_bert(args: argparse.Namespace) -> int:
     plan.check()
     sentences = read_sentences(args.sentences, args.max_sentences)
     check_bert(str(args.bert))  # fail fast, before loading anything large
+    check_ours(args.model)
     model, tokenizer = load_ours(args.model, device=args.device)
     bert, bert_tokenizer = load_bert(str(args.bert), device=args.device)
     result = compare_bert(
@@ -102,11 +111,13 @@ def run_compare_bert(args: argparse.Namespace) -> int:
     )
     with plan.writing() as staged:
         written = write_compare_report(result, staged(out), image_format=args.format)
+    family = family_name(bert.config.model_type)
     for kind, comparison in result.comparisons.items():
         summary = comparison.summary()
         print(
             f"{kind}: {comparison.sentences} sentences, {summary['heads_a']} of our heads vs {summary['heads_b']} "
-            f"BERT heads; {summary['same_tag_as_nearest']} of ours share the category of their nearest BERT head."
+            f"{family} heads; {summary['same_tag_as_nearest']} of ours share the category of their nearest "
+            f"{family} head."
         )
     if result.skipped:
         print(f"skipped {len(result.skipped)} sentence(s); see report.json")

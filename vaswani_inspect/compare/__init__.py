@@ -1,11 +1,15 @@
 """Compare our Transformer's attention heads with a pretrained BERT's (Clark et al. 2019, "What Does BERT Look At?").
 
+"BERT" is any encoder of `BERT_FAMILIES`: BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA or DeBERTa-v2 (by
+`config.model_type`; `check_bert` refuses anything else, saying what it is). Their tokenizers (WordPiece "##",
+byte-level BPE "Ġ", sentencepiece "▁") need nothing special: pieces are located through character offsets.
+
 Question: does a small translation Transformer learn the same kinds of heads as BERT? Both models read the same
 English sentences: our ENCODER in the en->es direction (source `>>es<< sentence </s>`), BERT as is
-(`[CLS] sentence [SEP]`). With `decoder=True` our DECODER self-attention is compared too: the decoder reads the
-English sentence with teacher forcing (es->en, `<s> sentence </s>`, the source being the Spanish side of the file or
-our model's own en->es translation) and BERT reads it with a causal mask (each token sees only itself and the tokens
-before it, as in the decoder).
+(`[CLS] sentence [SEP]`, or `<s> sentence </s>` for RoBERTa and XLM-RoBERTa). With `decoder=True` our DECODER
+self-attention is compared too: the decoder reads the English sentence with teacher forcing (es->en,
+`<s> sentence </s>`, the source being the Spanish side of the file or our model's own en->es translation) and BERT
+reads it with a causal mask (each token sees only itself and the tokens before it, as in the decoder).
 
 Words (identical for both models):
     1. the sentence is NFC-normalised and split into words once, with character offsets (`split_words`): runs of
@@ -55,8 +59,8 @@ Modules: `words` (the shared words), `sentences` (the input file), `models` (loa
 attention), `records` (word-level `AttentionRecord`s), `distances` (Jensen-Shannon distances, MDS),
 `comparison` (`HeadComparison`, `compare_records`), `prepare` and `passes` (the steps of `compare_bert`, in
 `api`), `result` (`CompareResult`), `plots` and `report` (the report folder). This package exports what a comparison
-from Python needs (the example above, `check_bert`, `DEFAULT_BERT` and the result types); the rest is in those
-modules.
+from Python needs (the example above, `check_bert`, `BERT_FAMILIES`, `DEFAULT_BERT` and the result types); the rest
+is in those modules. What `load_ours` (`--model`) accepts is decided in one place, `models.our_model_problem`.
 
 Command line (registered in `hf-vaswani` by `vaswani_inspect.commands`)::
 
@@ -68,12 +72,13 @@ patterns are a description, not an explanation.
 
 from .api import compare_bert
 from .comparison import HeadComparison
-from .models import DEFAULT_BERT, check_bert, load_bert, load_ours
+from .models import BERT_FAMILIES, DEFAULT_BERT, check_bert, load_bert, load_ours
 from .report import write_compare_report
 from .result import CompareResult
 from .sentences import read_sentences
 
 __all__ = [
+    "BERT_FAMILIES",
     "DEFAULT_BERT",
     "CompareResult",
     "HeadComparison",

@@ -13,7 +13,7 @@ from ..record import AttentionRecord
 from .comparison import HeadComparison, compare_records
 from .distances import Specials
 from .errors import CompareInputError
-from .models import DECODER_DIRECTION, ENCODER_DIRECTION, max_positions
+from .models import DECODER_DIRECTION, ENCODER_DIRECTION, ensure_eager_attention, family_name, max_positions
 from .passes import collect_records, translate_missing
 from .prepare import OnLong, PreparedSentence, prepare_sentences
 from .result import CompareResult
@@ -41,7 +41,9 @@ def compare_bert(
 
     Args:
         sentences: `Sentence`s (`read_sentences`) or plain strings.
-        model / tokenizer: our translation model (`load_ours`); bert / bert_tokenizer: a BERT (`load_bert`).
+        model / tokenizer: our translation model (`load_ours`); bert / bert_tokenizer: a BERT-family encoder
+            (`load_bert`: BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA, DeBERTa-v2), switched to eager attention
+            if it was loaded with a fused kernel (said in the notes).
         decoder: also compare our decoder's self-attention (English teacher-forced, es->en) with causally masked
             BERT.
         specials: "drop" (default) or "keep": the special-token slots in the distance (`vaswani_inspect.compare`,
@@ -65,6 +67,9 @@ def compare_bert(
     _check_inputs(sentences, tokenizer, bert_tokenizer)
     timings: dict[str, float] = {}
     notes: list[str] = []
+    switched = ensure_eager_attention(bert)
+    if switched:
+        notes.append(f"bert: switched from {switched} to eager attention (the fused kernel returns no weights)")
     clock = time.perf_counter()
     items, skipped = _comparable_sentences(sentences, model, tokenizer, bert, bert_tokenizer, decoder, on_long, notes)
     timings["tokenize_and_align"] = time.perf_counter() - clock
@@ -94,7 +99,7 @@ def compare_bert(
         comparisons=comparisons,
         sentences=[item.sentence for item in items],
         skipped=skipped,
-        settings=_settings(model_name, bert_name, decoder, specials, batch_size, on_long, len(sentences)),
+        settings=_settings(model_name, bert_name, bert, decoder, specials, batch_size, on_long, len(sentences)),
         timings=timings,
         notes=notes,
     )
@@ -174,6 +179,7 @@ def _compare_heads(
 def _settings(
     model_name: str,
     bert_name: str,
+    bert: Any,
     decoder: bool,
     specials: str,
     batch_size: int,
@@ -184,6 +190,7 @@ def _settings(
     return {
         "model": model_name,
         "bert": bert_name,
+        "bert_family": family_name(getattr(bert.config, "model_type", None)),
         "decoder": decoder,
         "specials": specials,
         "batch_size": batch_size,

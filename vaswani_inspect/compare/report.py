@@ -105,7 +105,7 @@ def _markdown_header(result: CompareResult) -> list[str]:
         "kinds of things as a pretrained BERT's? Both models read the same English sentences; their attention is",
         "merged to the same words (to a word: sum over its pieces; from a word: mean) and compared head by head.",
         "",
-        f"* our model: `{settings['model']}`; BERT: `{settings['bert']}`",
+        f"* our model: `{settings['model']}`; {settings.get('bert_family', 'BERT')}: `{settings['bert']}`",
         f"* sentences compared: {len(result.sentences)} of {settings['sentences_read']} read"
         + (f" ({len(result.skipped)} skipped, see `report.json`)" if result.skipped else ""),
         f"* special tokens in the distance: `{settings['specials']}` "
