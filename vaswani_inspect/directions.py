@@ -29,13 +29,18 @@ from typing import Any
 
 __all__ = [
     "Direction",
+    "check_direction_syntax",
+    "default_direction",
+    "pair_language",
     "language_codes",
     "model_direction",
     "model_directions",
     "resolve_direction",
     "scheme_of",
     "set_model_direction",
+    "source_for",
     "source_language_settings",
+    "target_language_settings",
 ]
 
 TARGET_TOKEN = re.compile(r"^>>([A-Za-z0-9_\-]+)<<$")
@@ -201,6 +206,10 @@ def resolve_direction(model: Any, tokenizer: Any, direction: str) -> Direction:
             direction than a one-direction model's.
     """
     source, target = _split(direction)
+    if getattr(getattr(model, "config", None), "model_type", None) == "vaswani":
+        from hf_vaswani.languages import direction_to_languages
+
+        direction_to_languages(direction)  # our models translate es-en and en-es
     scheme = scheme_of(model, tokenizer)
     if scheme == "target_token":
         token = f">>{target}<<"
@@ -245,6 +254,51 @@ def resolve_direction(model: Any, tokenizer: Any, direction: str) -> Direction:
 def source_language_settings(tokenizer: Any, direction: Direction | None) -> Iterator[Any]:
     """Inside: the tokenizer encodes sources as `direction` asks (``src_lang`` set); restored on the way out."""
     settings = direction.tokenizer_settings if direction is not None else {}
+    saved = {name: getattr(tokenizer, name) for name in settings}
+    try:
+        for name, value in settings.items():
+            setattr(tokenizer, name, value)
+        yield tokenizer
+    finally:
+        for name, value in saved.items():
+            setattr(tokenizer, name, value)
+
+
+def pair_language(code: str) -> str:
+    """The ISO 639-1 code of a language written in any of the models' codes: "es", "spa_Latn", "es_XX" and "__es__"
+    are all "es" (English-Spanish pair files name their columns so)."""
+    bare = code.strip("_").split("_")[0]
+    reverse = {three: one for one, three in ISO_639_3.items()}
+    return reverse.get(bare, bare)
+
+
+def check_direction_syntax(direction: str | None) -> None:
+    """Refuse a direction that is not written "source-target" (before a model is loaded); None passes."""
+    if direction is not None:
+        _split(direction)
+
+
+def default_direction(model: Any, tokenizer: Any, given: str | None) -> str:
+    """The direction a command uses: the one given, else a one-direction model's own, else "es-en"."""
+    if given is not None:
+        return given
+    if scheme_of(model, tokenizer) == "one_direction":
+        return model_direction(model, tokenizer) or "es-en"
+    return "es-en"
+
+
+def source_for(direction: Direction, text: str) -> str:
+    """The source text as the model reads it in `direction` (its language token or task prefix in front)."""
+    return f"{direction.source_prefix}{text.strip()}"
+
+
+@contextlib.contextmanager
+def target_language_settings(tokenizer: Any, direction: Direction) -> Iterator[Any]:
+    """Inside: the tokenizer encodes sources and ``text_target`` references as `direction` asks (``src_lang`` and
+    ``tgt_lang`` for a tokenizer of language codes); restored on the way out."""
+    settings = dict(direction.tokenizer_settings)
+    if direction.scheme == "language_codes" and hasattr(tokenizer, "tgt_lang"):
+        settings["tgt_lang"] = direction.target
     saved = {name: getattr(tokenizer, name) for name in settings}
     try:
         for name, value in settings.items():

@@ -214,7 +214,8 @@ def load_model_and_tokenizer(path: str | Path | None = None, *, device: str | No
     attention, so that its attention weights can be read (`vaswani_inspect.loading`).
 
     A `Path`, and a name that is not of the form ``org/name`` (`hf_vaswani.paths.looks_like_local_path`), is a
-    local folder, as for ``hf-vaswani translate --model``; the loading itself is `vaswani_inspect.loading.load_for_inspection`.
+    local folder, as for ``hf-vaswani translate --model``; the loading itself is
+    `vaswani_inspect.loading.load_for_inspection`.
 
     Raises:
         FileNotFoundError: no such folder (or no `path` and the shipped checkpoint is not found).

@@ -238,7 +238,7 @@ def test_command_defaults():
     from hf_vaswani.cli import build_parser
 
     args = build_parser().parse_args(["head-importance", "--pairs", "p.tsv", "--out", "o"])
-    assert (args.max_pairs, args.num_beams, args.direction, args.prune_by) == (200, 1, "es-en", "gradient")
+    assert (args.max_pairs, args.num_beams, args.direction, args.prune_by) == (200, 1, None, "gradient")
     assert not args.overwrite and not args.no_pruning and args.model is None
 
 

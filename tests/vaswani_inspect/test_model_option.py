@@ -19,9 +19,11 @@ def _error_line(err: str, command: str) -> str:
     return lines[0]
 
 
-def test_hub_ids_go_to_the_translate_loader(monkeypatch, tmp_path):
+def test_hub_ids_go_to_the_inspection_loader(monkeypatch, tmp_path):
     calls = []
-    monkeypatch.setattr("hf_vaswani.inference.load_translator", lambda *args, **kwargs: calls.append((args, kwargs)))
+    monkeypatch.setattr(
+        "vaswani_inspect.loading.load_for_inspection", lambda *args, **kwargs: calls.append((args, kwargs))
+    )
     load_model_and_tokenizer("someone/vaswani-es-en")
     load_model_and_tokenizer(str(tmp_path), device="meta")
     assert calls == [(("someone/vaswani-es-en",), {"device": "cpu"}), ((str(tmp_path),), {"device": "meta"})]

@@ -9,7 +9,15 @@ from typing import Any
 
 from hf_vaswani.commands import finite_float, non_negative_int, positive_int
 
-from .common import check_device, load_model, local_model, model_arguments
+from .common import (
+    DIRECTION_HELP,
+    check_device,
+    check_direction,
+    command_direction,
+    load_model,
+    local_model,
+    model_arguments,
+)
 
 __all__ = ["add_parser", "run_align_eval"]
 
@@ -41,7 +49,7 @@ def _add_align_eval(subparsers: Any) -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--target-file", required=True, type=Path, help="reference translations, one per line (UTF-8)"
     )
-    evaluate.add_argument("--direction", default="es-en", help="es-en (default) or en-es")
+    evaluate.add_argument("--direction", default=None, help=DIRECTION_HELP)
     model_arguments(evaluate)
     evaluate.add_argument(
         "--index-base",
@@ -96,7 +104,6 @@ def run_align_eval(args: argparse.Namespace) -> int:
     """The ``align-eval`` subcommand: prints the best configurations' AER, precision and recall; returns 0."""
     import json
 
-    from hf_vaswani.languages import direction_to_languages
     from hf_vaswani.outputs import OutputPlan
 
     from ..alignment import (
@@ -111,7 +118,7 @@ def run_align_eval(args: argparse.Namespace) -> int:
     if args.threshold is not None and args.method != "threshold":  # argmax reads no weights: it would be ignored
         raise ValueError(f"--threshold is read by --method threshold only, not by --method {args.method}.")
     threshold = 0.5 if args.threshold is None else args.threshold
-    direction_to_languages(args.direction)
+    check_direction(args)
     check_device(args.device)
     plan = OutputPlan(inputs=[args.gold, args.source_file, args.target_file, *local_model(args)])
     json_path = plan.file(args.json, "JSON file") if args.json is not None else None
@@ -130,6 +137,7 @@ def run_align_eval(args: argparse.Namespace) -> int:
             f"{len(gold)} sentences: they must match line by line."
         )
     model, tokenizer = load_model(args)
+    command_direction(args, model, tokenizer)
     records = extract(model, tokenizer, sources, targets, direction=args.direction, batch_size=args.batch_size)
     if args.method in _attribution_methods():
         return _score_attribution(args, model, tokenizer, records, gold, plan, json_path)

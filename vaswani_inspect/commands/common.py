@@ -7,13 +7,32 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check_device", "load_model", "local_model", "model_arguments", "model_name"]
+__all__ = [
+    "DIRECTION_HELP",
+    "check_device",
+    "check_direction",
+    "check_source_texts",
+    "command_direction",
+    "load_model",
+    "local_model",
+    "model_arguments",
+    "model_name",
+]
+
+#: The ``--direction`` option's help, the same in every command.
+DIRECTION_HELP = (
+    "source-target: es-en (default) or en-es, in ISO codes or the model's own (spa_Latn-eng_Latn for NLLB, "
+    "es_XX-en_XX for mBART-50); a one-direction model (OPUS-MT) defaults to its own direction"
+)
 
 
 def model_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--model`` and ``--device`` to `parser`."""
     parser.add_argument(
-        "--model", default=None, help="model folder or Hub id (default: the shipped pretrained/vaswani-tatoeba-es-en)"
+        "--model",
+        default=None,
+        help="model folder or Hub id: ours, Marian/OPUS-MT, M2M100/NLLB, mBART, BART or T5 (default: the shipped "
+        "pretrained/vaswani-tatoeba-es-en)",
     )
     parser.add_argument(
         "--device", default=None, help="torch device: cpu (default), cuda, cuda:1 ... (checked before any work)"
@@ -50,3 +69,57 @@ def local_model(args: argparse.Namespace) -> list[Path]:
         except FileNotFoundError:
             return []  # loading the model says so
     return [Path(args.model)] if Path(args.model).exists() else []
+
+
+def command_direction(args: argparse.Namespace, model: Any, tokenizer: Any) -> str:
+    """The direction the command translates in, checked against the loaded model (``--direction``, else a
+    one-direction model's own, else es-en); stored back in ``args.direction``.
+
+    Raises:
+        ValueError: a direction the model cannot translate (`vaswani_inspect.directions.resolve_direction`).
+    """
+    from ..directions import default_direction, resolve_direction
+
+    direction = default_direction(model, tokenizer, args.direction)
+    resolve_direction(model, tokenizer, direction)
+    args.direction = direction
+    return direction
+
+
+def check_source_texts(texts: list[str], verb: str = "inspect") -> None:
+    """Refuse an empty text, or one with a language token written in it (the direction adds what the model
+    needs), before any model is loaded."""
+    from hf_vaswani.languages import LANGUAGE_TOKEN_PATTERN
+
+    for number, text in enumerate(texts, start=1):
+        if not text.strip():
+            raise ValueError(f"Sentence {number} is empty or whitespace only: there is nothing to {verb}.")
+        found = LANGUAGE_TOKEN_PATTERN.search(text)
+        if found:
+            raise ValueError(
+                f"Sentence {number}: The source text contains a language token, {found.group(0)!r}: the direction "
+                "adds what the model needs, not the text."
+            )
+
+
+def check_direction(args: argparse.Namespace) -> None:
+    """Refuse a malformed ``--direction`` before any model is loaded, and, when the model named is ours (or a
+    local folder that is not readable as another architecture's), a direction other than es-en and en-es; another
+    architecture's directions are checked once it is loaded (`command_direction`)."""
+    from hf_vaswani.languages import direction_to_languages
+    from hf_vaswani.paths import looks_like_local_path
+
+    from ..directions import check_direction_syntax
+    from ..loading import model_type_of
+
+    if args.direction is None:
+        return
+    check_direction_syntax(args.direction)
+    if args.model is None:
+        ours = True
+    elif looks_like_local_path(str(args.model)):
+        ours = model_type_of(str(args.model)) in (None, "vaswani")
+    else:
+        ours = model_type_of(str(args.model)) == "vaswani"  # a Hub id: its config says, when it can be read
+    if ours:
+        direction_to_languages(args.direction)

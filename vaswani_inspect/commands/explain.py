@@ -28,7 +28,17 @@ from typing import Any
 
 from hf_vaswani.commands import beam_size, positive_int, utf8_text
 
-from .common import check_device, load_model, local_model, model_arguments, model_name
+from .common import (
+    DIRECTION_HELP,
+    check_device,
+    check_direction,
+    check_source_texts,
+    command_direction,
+    load_model,
+    local_model,
+    model_arguments,
+    model_name,
+)
 
 __all__ = ["add_parser", "run_explain"]
 
@@ -61,7 +71,7 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--out", required=True, type=Path, help="report folder (must not exist or be empty)")
     parser.add_argument("--overwrite", action="store_true", help="replace a non-empty --out folder whole")
-    parser.add_argument("--direction", default="es-en", help="es-en (default) or en-es")
+    parser.add_argument("--direction", default=None, help=DIRECTION_HELP)
     model_arguments(parser)
     parser.add_argument("--n-steps", type=positive_int, help="integrated gradients' steps (default: the method's, 50)")
     parser.add_argument(
@@ -91,6 +101,7 @@ def run_explain(args: argparse.Namespace) -> int:
     out = plan.folder(args.out, "report folder", overwrite=args.overwrite)
     plan.check()  # before the model is loaded
     model, tokenizer = load_model(args)
+    command_direction(args, model, tokenizer)
     if not methods:
         from ..alignment.config import model_aligner
 
@@ -133,9 +144,9 @@ def run_explain(args: argparse.Namespace) -> int:
 
 def _inputs(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
     """The source sentences and the targets to teacher-force (None: translate), checked."""
-    from hf_vaswani.languages import direction_to_languages, source_with_language
+    from ..directions import pair_language
 
-    source_language, target_language = direction_to_languages(args.direction)
+    check_direction(args)
     check_device(args.device)
     if args.pairs is not None and args.text:
         raise ValueError("give sentences or --pairs, not both.")
@@ -153,17 +164,14 @@ def _inputs(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
         pairs = read_pairs(args.pairs)[: args.max_pairs]
         if not pairs:
             raise ValueError(f"--pairs: {args.pairs} holds no sentence pairs.")
-        sources = [getattr(pair, source_language) for pair in pairs]
-        targets: list[str] | None = [getattr(pair, target_language) for pair in pairs]
+        languages = [pair_language(code) for code in (args.direction or "es-en").split("-")]
+        if sorted(languages) != ["en", "es"]:
+            raise ValueError(f"--pairs holds English and Spanish: --direction {args.direction} is not one of them.")
+        sources = [getattr(pair, languages[0]) for pair in pairs]
+        targets: list[str] | None = [getattr(pair, languages[1]) for pair in pairs]
     else:
         sources, targets = list(args.text), None if args.target is None else [args.target]
-    for number, text in enumerate(sources, start=1):
-        if not text.strip():
-            raise ValueError(f"Sentence {number} is empty or whitespace only: there is nothing to explain.")
-        try:
-            source_with_language(text, target_language)
-        except ValueError as error:
-            raise ValueError(f"Sentence {number}: {error}") from None
+    check_source_texts(sources, "explain")
     if targets is not None and not all(t.strip() for t in targets):
         raise ValueError("a target translation is empty or whitespace only: there is nothing to explain.")
     return sources, targets

@@ -9,7 +9,16 @@ from typing import Any
 
 from hf_vaswani.commands import beam_size, positive_int
 
-from .common import check_device, load_model, local_model, model_arguments, model_name
+from .common import (
+    DIRECTION_HELP,
+    check_device,
+    check_direction,
+    command_direction,
+    load_model,
+    local_model,
+    model_arguments,
+    model_name,
+)
 
 __all__ = ["DEFAULT_MAX_PAIRS", "add_parser", "run_head_importance"]
 
@@ -42,7 +51,7 @@ def _add_head_importance(subparsers: Any) -> argparse.ArgumentParser:
         "--pairs", required=True, type=Path, help="sentence pairs, English<TAB>Spanish per line (or CSV/JSONL)"
     )
     parser.add_argument("--out", required=True, type=Path, help="output folder (must not exist or be empty)")
-    parser.add_argument("--direction", default="es-en", help="es-en (default) or en-es")
+    parser.add_argument("--direction", default=None, help=DIRECTION_HELP)
     model_arguments(parser)
     parser.add_argument(
         "--max-pairs",
@@ -79,12 +88,11 @@ def run_head_importance(args: argparse.Namespace) -> int:
 
     from hf_vaswani.data import read_pairs
     from hf_vaswani.inference import check_generation_settings
-    from hf_vaswani.languages import direction_to_languages
     from hf_vaswani.outputs import OutputPlan
 
     from ..dependencies import require
 
-    direction_to_languages(args.direction)
+    check_direction(args)
     check_device(args.device)
     require(*_IMPORTANCE_NEEDS, needed_by="hf-vaswani head-importance")
     if importlib.util.find_spec("sacrebleu") is None:  # BLEU and chrF; the dispatcher names its extra
@@ -97,6 +105,7 @@ def run_head_importance(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     model, tokenizer = load_model(args)
+    command_direction(args, model, tokenizer)
     check_generation_settings(model, num_beams=args.num_beams, max_new_tokens=args.max_new_tokens)
     result = head_importance(
         model,

@@ -9,7 +9,17 @@ from typing import Any
 
 from hf_vaswani.commands import beam_size, head_indices, positive_int, utf8_text
 
-from .common import check_device, load_model, local_model, model_arguments, model_name
+from .common import (
+    DIRECTION_HELP,
+    check_device,
+    check_direction,
+    check_source_texts,
+    command_direction,
+    load_model,
+    local_model,
+    model_arguments,
+    model_name,
+)
 
 __all__ = ["add_parser", "run_inspect"]
 
@@ -37,7 +47,7 @@ def _add_inspect(subparsers: Any) -> argparse.ArgumentParser:
     )
     inspect.add_argument("--out", required=True, type=Path, help="report folder (must not exist or be empty)")
     inspect.add_argument("--overwrite", action="store_true", help="replace a non-empty --out folder whole")
-    inspect.add_argument("--direction", default="es-en", help="es-en (default) or en-es")
+    inspect.add_argument("--direction", default=None, help=DIRECTION_HELP)
     model_arguments(inspect)
     inspect.add_argument(
         "--target", type=utf8_text, help="inspect this reference translation instead of generating one"
@@ -87,12 +97,13 @@ def run_inspect(args: argparse.Namespace) -> int:
     from ..extract import extract
 
     labels = [f"sentence {i}" for i in range(1, len(args.text) + 1)]
-    _check_inspect_arguments(args, labels)
+    _check_inspect_arguments(args)
     require(*_INSPECT_NEEDS, needed_by="hf-vaswani inspect")
     plan = OutputPlan(inputs=local_model(args))
     out = plan.folder(args.out, "report folder", overwrite=args.overwrite)
     plan.check()  # before the model is loaded
     model, tokenizer = load_model(args)
+    command_direction(args, model, tokenizer)
     check_generation_settings(model, num_beams=args.num_beams, max_new_tokens=args.max_new_tokens)
     _check_alignment_choice(model, args.alignment_layer, args.alignment_heads)
     check_known_characters(tokenizer, list(args.text), labels)  # the rule of translate and the demo
@@ -124,22 +135,14 @@ def run_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_inspect_arguments(args: argparse.Namespace, labels: list[str]) -> None:
-    """The checks ``translate`` makes too: the direction, the device, the texts (none empty, no language token
-    written in them)."""
-    from hf_vaswani.languages import direction_to_languages, source_with_language
+def _check_inspect_arguments(args: argparse.Namespace) -> None:
+    """The checks ``translate`` makes too: the direction's form, the device, the texts (none empty, no language
+    token written in them). Whether the model translates the direction is checked once it is loaded."""
 
-    _, target_language = direction_to_languages(args.direction)
+    check_direction(args)
     if args.target is not None and len(args.text) != 1:
         raise ValueError("--target goes with exactly one source sentence.")
-    for label, text in zip(labels, args.text, strict=True):
-        shown = f"{label[:1].upper()}{label[1:]}"
-        if not text.strip():
-            raise ValueError(f"{shown} is empty or whitespace only: there is nothing to inspect.")
-        try:
-            source_with_language(text, target_language)
-        except ValueError as error:
-            raise ValueError(f"{shown}: {error}") from None
+    check_source_texts(list(args.text))
     if args.target is not None and not args.target.strip():
         raise ValueError("--target is empty or whitespace only: there is nothing to inspect.")
     check_device(args.device)
@@ -147,9 +150,9 @@ def _check_inspect_arguments(args: argparse.Namespace, labels: list[str]) -> Non
 
 def _check_alignment_choice(model: Any, layer: int | str | None, heads: str | list[int] | None) -> None:
     """Refuse an ``--alignment-layer`` or ``--alignment-heads`` the model's cross-attention does not have."""
-    config = model.config
-    layers = int(getattr(config, "decoder_layers", 0) or 0)
-    count = int(getattr(config, "decoder_attention_heads", 0) or 0)
+    from ..architectures import head_counts
+
+    layers, count = head_counts(model)["cross"]
     if isinstance(layer, int) and layers and not -layers <= layer < layers:
         raise ValueError(
             f"--alignment-layer {layer}: the model has {layers} decoder layers, 0 to {layers - 1} (or 'mean')."

@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..ablation import Head, gradient_masks
+from ..ablation import Head, gradient_masks, head_counts
 from ..alignment.config import model_alignment
+from ..directions import source_for, target_language_settings
 from ..record import KINDS, AttentionRecord
 
 
@@ -24,8 +25,7 @@ def alignment_heads(model: torch.nn.Module) -> list[Head]:
     alignment = model_alignment(model.config)
     if not alignment:
         return []
-    layers = int(model.config.decoder_layers)
-    heads = int(model.config.decoder_attention_heads)
+    layers, heads = head_counts(model)["cross"]
     found: list[Head] = []
     for reading in [alignment, *alignment.get("average_with", [])]:
         chosen_layers = range(layers) if reading["layer"] == "mean" else [int(reading["layer"])]
@@ -39,9 +39,13 @@ class PairBatches:
 
     def __init__(self, model: Any, tokenizer: Any, pairs: Sequence[Sequence[str]], direction: str, batch_size: int):
         from hf_vaswani.data import LANGUAGES
-        from hf_vaswani.languages import direction_to_languages, source_with_language
 
-        source_lang, target_lang = direction_to_languages(direction)
+        from ..directions import pair_language, resolve_direction
+
+        how = resolve_direction(model, tokenizer, direction)
+        source_lang, target_lang = pair_language(how.name.split("-")[0]), pair_language(how.name.split("-")[1])
+        if {source_lang, target_lang} != set(LANGUAGES):
+            raise ValueError(f"The pairs are English and Spanish: direction {direction!r} is not between them.")
         pairs = [tuple(pair) for pair in pairs]
         if not pairs:
             raise ValueError("No sentence pair to measure head importance on.")
@@ -50,11 +54,12 @@ class PairBatches:
         self.direction = direction
         self.sources = [pair[LANGUAGES.index(source_lang)] for pair in pairs]
         self.references = [pair[LANGUAGES.index(target_lang)] for pair in pairs]
-        self.tagged = [source_with_language(text, target_lang) for text in self.sources]
-        self.batches = [
-            _teacher_forced(model, tokenizer, self.tagged[i : i + batch_size], self.references[i : i + batch_size])
-            for i in range(0, len(pairs), batch_size)
-        ]
+        self.tagged = [source_for(how, text) for text in self.sources]
+        with target_language_settings(tokenizer, how):
+            self.batches = [
+                _teacher_forced(model, tokenizer, self.tagged[i : i + batch_size], self.references[i : i + batch_size])
+                for i in range(0, len(pairs), batch_size)
+            ]
 
 
 def _teacher_forced(model: Any, tokenizer: Any, sources: list[str], references: list[str]) -> dict[str, torch.Tensor]:

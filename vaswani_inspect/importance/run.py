@@ -33,10 +33,12 @@ class _Runner:
         self.model, self.tokenizer, self.data, self.generation, self.bar = model, tokenizer, data, generation, bar
 
     def scores(self, heads: Sequence[Head], *, log_likelihood: bool = True) -> dict[str, float]:
-        from hf_vaswani.inference import score_translations, translate
+        from hf_vaswani.inference import score_translations
+
+        from ..translation import translate_any
 
         with ablate_heads(self.model, heads):
-            hypotheses = translate(
+            hypotheses = translate_any(
                 self.model, self.tokenizer, self.data.sources, self.data.direction, **self.generation
             )
             scores = score_translations(hypotheses, self.data.references)

@@ -1,0 +1,67 @@
+"""Translating with any supported model: ours through `hf_vaswani.inference.translate` (its checks, its backends),
+the others through ``generate()`` with what their direction needs (`vaswani_inspect.directions`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from .architectures import is_vaswani
+from .directions import resolve_direction, source_for, source_language_settings
+
+__all__ = ["translate_any"]
+
+
+def translate_any(
+    model: Any,
+    tokenizer: Any,
+    sentences: Sequence[str],
+    direction: str,
+    *,
+    num_beams: int | None = None,
+    max_new_tokens: int | None = None,
+    batch_size: int = 32,
+    **generate_kwargs: Any,
+) -> list[str]:
+    """One translation per sentence, in `direction`, with the model's generation config unless told otherwise.
+
+    Raises:
+        ValueError: a direction the model does not translate, no sentences or an empty one, a batch size below 1.
+    """
+    if is_vaswani(model) or getattr(model, "is_ctranslate2", False):
+        from hf_vaswani.inference import translate
+
+        return translate(
+            model,
+            tokenizer,
+            list(sentences),
+            direction,
+            num_beams=num_beams,
+            max_new_tokens=max_new_tokens,
+            batch_size=batch_size,
+            **generate_kwargs,
+        )
+    how = resolve_direction(model, tokenizer, direction)
+    texts = list(sentences)
+    if not texts:
+        raise ValueError("No sentences to translate.")
+    if any(not isinstance(text, str) or not text.strip() for text in texts):
+        raise ValueError("A sentence is empty or whitespace only: there is nothing to translate.")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
+    settings = {**how.generate_settings, **generate_kwargs}
+    if num_beams is not None:
+        settings["num_beams"] = num_beams
+    if max_new_tokens is not None:
+        settings["max_new_tokens"] = max_new_tokens
+    device = next(model.parameters()).device
+    translations: list[str] = []
+    with torch.inference_mode(), source_language_settings(tokenizer, how):
+        for start in range(0, len(texts), batch_size):
+            batch = [source_for(how, text) for text in texts[start : start + batch_size]]
+            encoded = tokenizer(batch, return_tensors="pt", padding=True, truncation=True).to(device)
+            output = model.generate(**encoded, **settings)
+            translations += [text.strip() for text in tokenizer.batch_decode(output, skip_special_tokens=True)]
+    return translations
