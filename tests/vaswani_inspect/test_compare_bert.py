@@ -376,7 +376,7 @@ def test_bert_argument_must_be_a_bert(ours_dir, tmp_path):
     with pytest.raises(CompareInputError, match="Could not load the config.*Offline"):
         check_bert("no-such-user-xyz/no-such-bert-xyz")
     assert check_bert(MINILM)["model_type"] == "bert"
-    with pytest.raises(CompareInputError, match="not an hf_vaswani translation checkpoint.*'bert'"):
+    with pytest.raises(CompareInputError, match="not a translation model the toolkit can read.*'bert'"):
         load_ours(MINILM)
 
 
@@ -393,7 +393,7 @@ def test_command_reports_bad_input_in_one_line(ours_dir, tmp_path, capsys):
     swapped = [*base[:3], "--model", MINILM, "--no-progress", "--bert", MINILM, "--sentences", str(SENTENCES)]
     assert _main(swapped) == 2
     captured = capsys.readouterr()
-    assert f"--model {MINILM} is not an hf_vaswani translation checkpoint (model_type 'bert')" in captured.err
+    assert f"--model {MINILM} is not a translation model the toolkit can read (model_type 'bert'" in captured.err
     assert not (tmp_path / "out").exists()
 
 
@@ -722,7 +722,12 @@ def test_sdpa_encoder_is_switched_to_eager_attention(bert_families, ours):
 
 REFUSED = {
     "gpt2": ("GPT2Config", {}, "GPT2LMHeadModel", "is not a BERT-family encoder (model_type 'gpt2', GPT2LMHeadModel)"),
-    "marian": ("MarianConfig", {}, "MarianMTModel", "is an encoder-decoder model (model_type 'marian', MarianMTModel)"),
+    "marian": (
+        "MarianConfig",
+        {},
+        "MarianMTModel",
+        "is a translation checkpoint for --model (model_type 'marian', MarianMTModel), not a BERT-family encoder",
+    ),
     "bert-decoder": (
         "BertConfig",
         {"is_decoder": True},

@@ -117,9 +117,11 @@ def _check_options(specials: str, batch_size: int, on_long: str) -> None:
 def _check_inputs(sentences: Sequence[Sentence], tokenizer: Any, bert_tokenizer: Any) -> None:
     if not sentences:
         raise CompareInputError("No sentences to compare.")
-    for tok, what in ((tokenizer, "our tokenizer"), (bert_tokenizer, "the BERT tokenizer")):
-        if not getattr(tok, "is_fast", False):
-            raise CompareInputError(f"{what} is not a fast tokenizer: character offsets are needed to find words.")
+    # (our side may be a slow sentencepiece tokenizer, as Marian's: its pieces' spans come from decoding them)
+    if not getattr(bert_tokenizer, "is_fast", False):
+        raise CompareInputError(
+            "the BERT tokenizer is not a fast tokenizer: character offsets are needed to find words."
+        )
 
 
 def _comparable_sentences(
@@ -133,6 +135,18 @@ def _comparable_sentences(
     notes: list[str],
 ) -> tuple[list[PreparedSentence], list[dict[str, Any]]]:
     """The sentences both models can read, and the skipped ones (each with a warning)."""
+    from ..directions import resolve_direction
+
+    try:  # how our model reads the English: as a source (en->es), and as a translation (es->en)
+        directions = (
+            resolve_direction(model, tokenizer, ENCODER_DIRECTION),
+            resolve_direction(model, tokenizer, DECODER_DIRECTION) if decoder else None,
+        )
+    except ValueError as error:
+        raise CompareInputError(
+            f"The comparison reads English through the model's encoder ({ENCODER_DIRECTION}) and, with the decoder, "
+            f"its decoder ({DECODER_DIRECTION}): {error}"
+        ) from None
     items, skipped, merged = prepare_sentences(
         sentences,
         tokenizer,
@@ -141,6 +155,7 @@ def _comparable_sentences(
         bert_limit=max_positions(bert, bert_tokenizer),
         decoder=decoder,
         on_long=on_long,
+        directions=directions,
     )
     for entry in skipped:
         # stacklevel 3: the warning points at the caller of compare_bert.

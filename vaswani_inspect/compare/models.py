@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..architectures import ARCHITECTURES
 from ..extract import AttentionUnavailableError, load_model_and_tokenizer
 from .errors import CompareInputError
 from .words import Pieces
@@ -59,9 +60,10 @@ _POSITIONS_AFTER_PADDING = frozenset({"roberta", "xlm-roberta"})
 #: Families whose encoder builds its attention mask itself from a 2-D padding mask (no 4-D mask argument): the
 #: causal mask is applied where the encoder builds it (`_masked_encoder`).
 _MASK_BUILT_BY_ENCODER = frozenset({"deberta-v2"})
-#: `config.model_type` values that `--model` (`load_ours`) accepts: our translation checkpoints. The comparison
-#: itself also assumes our model's interface (`>>es<<` language tokens, `extract` directions), see `passes`.
-OUR_MODEL_TYPES: tuple[str, ...] = ("vaswani",)
+#: `config.model_type` values that `--model` (`load_ours`) accepts: the encoder-decoders the toolkit knows
+#: (`vaswani_inspect.architectures`): ours, Marian, M2M100/NLLB, mBART, BART, T5. Each reads the English through
+#: its direction (`vaswani_inspect.directions`): a language token, a language code or a task prefix.
+OUR_MODEL_TYPES: tuple[str, ...] = tuple(t for entry in ARCHITECTURES.values() for t in entry.model_types)
 #: Our direction for the encoder pass: English source, Spanish target (source text `>>es<< sentence`).
 ENCODER_DIRECTION = "en-es"
 #: Our direction for the decoder pass: Spanish source, English target read by the decoder.
@@ -87,7 +89,10 @@ def our_model_problem(config: dict[str, Any]) -> str | None:
     model_type = config.get("model_type")
     if model_type in OUR_MODEL_TYPES:
         return None
-    return f"is not an hf_vaswani translation checkpoint (model_type {model_type!r})"
+    return (
+        f"is not a translation model the toolkit can read (model_type {model_type!r}; it takes "
+        f"{', '.join(OUR_MODEL_TYPES)})"
+    )
 
 
 def _looks_like_path(name: str) -> bool:

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..directions import Direction, source_language_settings, target_language_settings
 from .errors import CompareInputError
-from .models import DECODER_DIRECTION, ENCODER_DIRECTION
 from .sentences import Sentence
 from .words import Pieces, Span, encode_pieces, shared_words, split_words, word_groups
 
@@ -46,8 +46,11 @@ def prepare_sentences(
     bert_limit: int | None,
     decoder: bool,
     on_long: OnLong,
+    directions: tuple[Direction, Direction | None],
 ) -> tuple[list[PreparedSentence], list[dict[str, Any]], int]:
     """Tokenize every sentence for both models, find the shared words and reject what cannot be compared.
+    `directions`: how our model reads the English as a source (the encoder pass) and as a translation (the decoder
+    pass, None without it; `vaswani_inspect.directions.resolve_direction`).
 
     Returns the prepared sentences, the skipped ones (`{"line", "text", "reason"}`) and how many sentences had
     words merged because a piece straddled them.
@@ -60,7 +63,7 @@ def prepare_sentences(
     merged = 0
     for sentence in sentences:
         try:
-            item = _prepare(sentence, tokenizer, bert_tokenizer, ours_limit, bert_limit, decoder, on_long)
+            item = _prepare(sentence, tokenizer, bert_tokenizer, (ours_limit, bert_limit), on_long, directions)
         except _Skipped as reason:
             skipped.append({"line": sentence.line, "text": sentence.text, "reason": str(reason)})
             continue
@@ -74,16 +77,20 @@ def _prepare(
     sentence: Sentence,
     tokenizer: Any,
     bert_tokenizer: Any,
-    ours_limit: int | None,
-    bert_limit: int | None,
-    decoder: bool,
+    limits: tuple[int | None, int | None],
     on_long: OnLong,
+    directions: tuple[Direction, Direction | None],
 ) -> PreparedSentence:
     text = sentence.text
+    encoder_how, decoder_how = directions
     bert_pieces = encode_pieces(bert_tokenizer, text)
-    source = encode_pieces(tokenizer, text, f">>{_target_language(ENCODER_DIRECTION)}<< ")
-    target = with_start(encode_pieces(tokenizer, text), tokenizer) if decoder else None
-    too_long = _length_problems(sentence, tokenizer, (bert_pieces, source, target), ours_limit, bert_limit)
+    with source_language_settings(tokenizer, encoder_how):
+        source = encode_pieces(tokenizer, text, encoder_how.source_prefix)
+    target = None
+    if decoder_how is not None:
+        with target_language_settings(tokenizer, decoder_how):
+            target = with_start(_without_leading_specials(encode_pieces(tokenizer, text, target=True)), decoder_how)
+    too_long = _length_problems(sentence, tokenizer, (bert_pieces, source, target), limits, decoder_how)
     if _LANGUAGE_TOKEN.match(text):
         raise _Skipped("starts with a language token (>>xx<<)")
     if too_long:
@@ -109,11 +116,12 @@ def _length_problems(
     sentence: Sentence,
     tokenizer: Any,
     pieces: tuple[Pieces, Pieces, Pieces | None],
-    ours_limit: int | None,
-    bert_limit: int | None,
+    limits: tuple[int | None, int | None],
+    decoder_how: Direction | None,
 ) -> list[str]:
     """What exceeds a model's position limit: BERT's input, our encoder's or decoder's, the Spanish source."""
     bert_pieces, source, target = pieces
+    ours_limit, bert_limit = limits
     problems = []
     if bert_limit is not None and len(bert_pieces) > bert_limit:
         problems.append(f"{len(bert_pieces)} BERT tokens (BERT accepts {bert_limit})")
@@ -121,22 +129,26 @@ def _length_problems(
         problems.append(f"{len(source)} tokens for our encoder (our model accepts {ours_limit})")
     if ours_limit is not None and target is not None and len(target) > ours_limit:
         problems.append(f"{len(target)} tokens for our decoder (our model accepts {ours_limit})")
-    if target is not None and sentence.spanish and ours_limit is not None:
-        prefix = f">>{_target_language(DECODER_DIRECTION)}<< "
-        spanish = len(tokenizer(prefix + sentence.spanish)["input_ids"])
+    if decoder_how is not None and sentence.spanish and ours_limit is not None:
+        with source_language_settings(tokenizer, decoder_how):
+            spanish = len(tokenizer(decoder_how.source_prefix + sentence.spanish)["input_ids"])
         if spanish > ours_limit:
             problems.append(f"its Spanish source has {spanish} tokens (our model accepts {ours_limit})")
     return problems
 
 
-def _target_language(direction: str) -> str:
-    return direction.split("-")[1]
+def _without_leading_specials(pieces: Pieces) -> Pieces:
+    """The pieces after the special tokens a tokenizer puts in front of a translation (`<s>`, a language code):
+    `with_start` puts the ones the decoder reads."""
+    start = 0
+    while start < len(pieces.spans) - 1 and pieces.spans[start] is None:
+        start += 1
+    return Pieces(pieces.tokens[start:], pieces.ids[start:], pieces.spans[start:])
 
 
-def with_start(pieces: Pieces, tokenizer: Any) -> Pieces:
-    """Our target pieces as the decoder reads them: the decoder start token `<s>` in front (the start slot)."""
-    token = getattr(tokenizer, "bos_token", None) or "<s>"
-    token_id = getattr(tokenizer, "bos_token_id", None)
-    return Pieces(
-        [token, *pieces.tokens], [-1 if token_id is None else int(token_id), *pieces.ids], [None, *pieces.spans]
-    )
+def with_start(pieces: Pieces, direction: Direction | None = None, start_token: str = "<s>") -> Pieces:
+    """Our target pieces as the decoder reads them: the decoder start slot in front (its id is the record's, -1
+    here), then the target language's code where the model's direction starts every translation with one."""
+    codes = list(direction.target_start) if direction is not None else []
+    labels = [start_token, *([direction.target] if codes else [])]
+    return Pieces([*labels, *pieces.tokens], [-1, *codes, *pieces.ids], [None] * len(labels) + list(pieces.spans))

@@ -76,27 +76,32 @@ def special_ids(tokenizer: Any) -> set[int]:
     return {int(i) for i in getattr(tokenizer, "all_special_ids", []) if i is not None and i != unk}
 
 
-def encode_pieces(tokenizer: Any, text: str, prefix: str = "") -> Pieces:
+def encode_pieces(tokenizer: Any, text: str, prefix: str = "", *, target: bool = False) -> Pieces:
     """Tokenize `prefix + text` with character offsets and express them in `text` coordinates.
 
-    `prefix` is our language token and a space (`">>es<< "`); its pieces must be special tokens.
+    `prefix` is what the model reads before the text: a language token and a space (`">>es<< "`), or a task
+    prefix (T5's `"translate English to Spanish: "`); its pieces belong to no word. `target`: tokenize the text as
+    a translation (``text_target``: the target language's code and segmentation).
+
+    A tokenizer without offsets (Marian's sentencepiece tokenizer) gets each piece's span by decoding the pieces
+    one by one (`vaswani_inspect.pieces.piece_spans`), when they decode to the text itself.
 
     Raises:
-        CompareInputError: the tokenizer cannot return offsets (not a "fast" tokenizer).
+        CompareInputError: the tokenizer has no offsets and its pieces do not decode to the text.
     """
+    encode = (lambda t, **kw: tokenizer(text_target=t, **kw)) if target else (lambda t, **kw: tokenizer(t, **kw))
     try:
-        encoding = tokenizer(prefix + text, add_special_tokens=True, return_offsets_mapping=True)
-    except (NotImplementedError, ValueError) as error:
-        raise CompareInputError(
-            f"{type(tokenizer).__name__} cannot return character offsets ({error}); the comparison needs a fast "
-            "(Rust `tokenizers`) tokenizer to map pieces to words."
-        ) from None
+        encoding = encode(prefix + text, add_special_tokens=True, return_offsets_mapping=True)
+    except (NotImplementedError, ValueError):
+        encoding = encode(prefix + text, add_special_tokens=True)
+    if "offset_mapping" not in encoding:  # (slow tokenizers leave it out, or refuse it)
+        return _decoded_pieces(tokenizer, text, prefix, [int(i) for i in encoding["input_ids"]])
     ids = [int(i) for i in encoding["input_ids"]]
     specials = special_ids(tokenizer)
     tokens = tokenizer.convert_ids_to_tokens(ids)
     spans: list[Span | None] = []
     for token_id, (start, end) in zip(ids, encoding["offset_mapping"]):
-        if token_id in specials:
+        if token_id in specials or (prefix and end <= len(prefix)):
             spans.append(None)
             continue
         start, end = max(start - len(prefix), 0), max(end - len(prefix), 0)
@@ -106,6 +111,27 @@ def encode_pieces(tokenizer: Any, text: str, prefix: str = "") -> Pieces:
             end -= 1
         spans.append((start, end))
     return Pieces(tokens=list(tokens), ids=ids, spans=spans)
+
+
+def _decoded_pieces(tokenizer: Any, text: str, prefix: str, ids: list[int]) -> Pieces:
+    from ..pieces import piece_spans
+
+    spelled, found = piece_spans(tokenizer, ids)
+    sentence = text.strip()
+    offset = spelled.rfind(sentence) if spelled.rstrip().endswith(sentence) else -1
+    if not sentence or offset < 0:
+        raise CompareInputError(
+            f"{type(tokenizer).__name__} gives no character offsets and its pieces spell {spelled!r}, not the "
+            f"sentence {text!r}: its pieces cannot be mapped to words."
+        )
+    offset -= len(text) - len(text.lstrip())  # spans in `text` coordinates
+    spans: list[Span | None] = []
+    for span in found:
+        start, end = (0, 0) if span is None else (max(span[0] - offset, 0), span[1] - offset)
+        while start < end and text[start].isspace():
+            start += 1
+        spans.append((start, end) if start < end else None)
+    return Pieces(tokens=list(tokenizer.convert_ids_to_tokens(ids)), ids=ids, spans=spans)
 
 
 def shared_words(text: str, tokenizations: Sequence[Pieces]) -> list[Span]:
