@@ -114,7 +114,21 @@ def extract(
         record.model_name = name
         record.direction = direction
         record.generate_kwargs = _json_safe(used_kwargs)
+        _mark_task_prefix(record, tokenizer, how)
     return records[0] if single else records
+
+
+def _mark_task_prefix(record: AttentionRecord, tokenizer: Any, direction: Direction | None) -> None:
+    """Label the pieces of a task prefix (T5's "translate English to German: ") as special tokens, ``⟨▁translate⟩``:
+    the model reads them, so they keep their attention, but they are an instruction, not words of the sentence."""
+    if direction is None or direction.scheme != "task_prefix" or not direction.source_prefix.strip():
+        return
+    prefix_ids = list(tokenizer(direction.source_prefix.strip(), add_special_tokens=False)["input_ids"])
+    if not prefix_ids or record.source_ids[: len(prefix_ids)] != prefix_ids:
+        return  # the prefix was segmented with the sentence: its pieces cannot be told apart, leave them
+    labels = [f"⟨{token}⟩" for token in record.source_tokens[: len(prefix_ids)]]
+    record.source_tokens = [*labels, *record.source_tokens[len(prefix_ids) :]]
+    record.special_tokens = list(dict.fromkeys([*record.special_tokens, *labels]))
 
 
 def _max_positions(config: Any) -> int | None:
