@@ -219,3 +219,19 @@ def test_the_commands_take_any_supported_model(name, tiny_architecture_folders, 
         and line
         == "hf-vaswani inspect: error: --alignment-layer 5: the model has 2 decoder layers, 0 to 1 (or 'mean')."
     ), line
+
+
+def test_the_python_example_of_the_documentation_runs(tiny_architecture_folders, tmp_path, monkeypatch):
+    import re
+
+    from tests.helpers import ROOT
+
+    page = (ROOT / "docs" / "other_models.md").read_text(encoding="utf-8")
+    example = re.findall(r"```python\n(.*?)```", page, flags=re.S)[0]
+    assert '"Helsinki-NLP/opus-mt-es-en"' in example
+    example = example.replace('"Helsinki-NLP/opus-mt-es-en"', repr(str(tiny_architecture_folders["marian"])))
+    monkeypatch.chdir(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(compile(example, "docs/other_models.md", "exec"), {"__name__": "docs"})
+    assert (tmp_path / "alignment.png").read_bytes()[:4] == b"\x89PNG"
