@@ -149,6 +149,26 @@ def _nearest_existing(path: Path) -> Path:
     return path
 
 
+def _refuse_working_folders(output: Output) -> None:
+    """An output that is the current folder (an empty path or "." names it), a folder above it, the file system's
+    root or the home folder is refused whatever else is asked: replacing it whole would delete the user's files."""
+    path, here = output.path, Path(_absolute(os.getcwd()))
+    why = None
+    if path == here:
+        why = "the current folder (an empty path or '.' names it)"
+    elif _inside(here, path):
+        why = "a folder above the current one"
+    elif path == Path(path.anchor):
+        why = "the root of the file system"
+    elif path == _absolute(Path.home()):
+        why = "your home folder"
+    if why is not None:
+        raise ValueError(
+            f"The {output.what} {_shown(path)} is {why}: writing it would replace everything in it. Name a new "
+            "folder or file instead."
+        )
+
+
 def _check_folder(output: Output) -> None:
     path, what = output.path, output.what
     if path.exists() and not path.is_dir():
@@ -202,6 +222,7 @@ class OutputPlan:
         return self._add(Output(_absolute(path), what, is_folder=True, overwrite=overwrite))
 
     def _add(self, output: Output) -> Path:
+        _refuse_working_folders(output)
         self.outputs.append(output)
         return output.path
 
