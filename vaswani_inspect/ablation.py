@@ -31,7 +31,9 @@ from typing import Any, NamedTuple
 
 import torch
 
-from . import architectures
+from .architectures import attention_modules as _attention_modules
+from .architectures import head_counts as _head_counts
+from .architectures import head_size, projections
 from .record import check_kind
 
 __all__ = [
@@ -69,12 +71,12 @@ def attention_modules(model: torch.nn.Module) -> dict[str, list[torch.nn.Module]
     Raises:
         TypeError: (`UnsupportedModelError`) `model` is not an encoder-decoder whose attention modules are known.
     """
-    return architectures.attention_modules(model)
+    return _attention_modules(model)
 
 
 def head_counts(model: torch.nn.Module) -> dict[str, tuple[int, int]]:
     """``{kind: (layers, heads per layer)}`` of `model`."""
-    return architectures.head_counts(model)
+    return _head_counts(model)
 
 
 def list_heads(model: torch.nn.Module) -> list[Head]:
@@ -148,8 +150,8 @@ def _scaled_heads(model: torch.nn.Module, factors: Mapping[str, Mapping[int, tor
         for kind, layers in factors.items():
             for layer, factor in layers.items():
                 module = modules[kind][layer]
-                heads, size = architectures.head_size(model, module)
-                output = architectures.projections(model, module).output
+                heads, size = head_size(model, module)
+                output = projections(model, module).output
                 handles.append(output.register_forward_pre_hook(_head_scaling_hook(factor, heads, size)))
         yield
     finally:

@@ -40,6 +40,7 @@ __all__ = [
     "input_embeddings",
     "is_vaswani",
     "output_logits",
+    "position_limit",
     "projections",
 ]
 
@@ -263,6 +264,13 @@ def ensure_attention_weights(model: Any) -> None:
         "to skip this step.",
         stacklevel=3,
     )
+
+
+def position_limit(config: Any) -> int | None:
+    """How many positions the model's position table has; None for relative positions (T5), which have no limit."""
+    if getattr(config, "relative_attention_num_buckets", None) is not None:
+        return None
+    return int(getattr(config, "max_position_embeddings", 0) or 0) or None
 
 
 def output_logits(model: Any, states: torch.Tensor) -> torch.Tensor:

@@ -14,20 +14,19 @@ import json
 import re
 import warnings
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from hf_vaswani.limits import check_generation_settings
-from hf_vaswani.paths import default_model_path, looks_like_local_path
 from hf_vaswani.source_checks import check_known_characters, check_language_tokens
 
-from . import architectures
 from .alignment.config import model_alignment
+from .architectures import UnsupportedModelError, ensure_attention_weights, head_counts, position_limit
 from .directions import Direction, resolve_direction, source_language_settings
-from .pieces import piece_labels
+from .loading import load_model_and_tokenizer  # (re-exported: the commands and users import it from here)
+from .pieces import mark_task_prefix, piece_labels
 from .record import AttentionRecord, check_alignment
 from .words import LANGUAGE_TOKEN
 
@@ -91,7 +90,7 @@ def extract(
     sources = [source] if single else list(source)
     targets = _check_arguments(sources, target, batch_size)
     config = _check_model(model)
-    max_positions = _max_positions(config)
+    max_positions = position_limit(config)
     how = _direction(model, tokenizer, direction)
     source_ids = _source_ids(model, tokenizer, sources, how, max_positions, truncation)
     used_kwargs = None
@@ -114,28 +113,8 @@ def extract(
         record.model_name = name
         record.direction = direction
         record.generate_kwargs = _json_safe(used_kwargs)
-        _mark_task_prefix(record, tokenizer, how)
+        mark_task_prefix(record, tokenizer, how)
     return records[0] if single else records
-
-
-def _mark_task_prefix(record: AttentionRecord, tokenizer: Any, direction: Direction | None) -> None:
-    """Label the pieces of a task prefix (T5's "translate English to German: ") as special tokens, ``⟨▁translate⟩``:
-    the model reads them, so they keep their attention, but they are an instruction, not words of the sentence."""
-    if direction is None or direction.scheme != "task_prefix" or not direction.source_prefix.strip():
-        return
-    prefix_ids = list(tokenizer(direction.source_prefix.strip(), add_special_tokens=False)["input_ids"])
-    if not prefix_ids or record.source_ids[: len(prefix_ids)] != prefix_ids:
-        return  # the prefix was segmented with the sentence: its pieces cannot be told apart, leave them
-    labels = [f"⟨{token}⟩" for token in record.source_tokens[: len(prefix_ids)]]
-    record.source_tokens = [*labels, *record.source_tokens[len(prefix_ids) :]]
-    record.special_tokens = list(dict.fromkeys([*record.special_tokens, *labels]))
-
-
-def _max_positions(config: Any) -> int | None:
-    """How many positions the model's position table has; None for relative positions (T5), which have no limit."""
-    if getattr(config, "relative_attention_num_buckets", None) is not None:
-        return None
-    return int(getattr(config, "max_position_embeddings", 0) or 0) or None
 
 
 def _check_arguments(sources: list[str], target: str | Sequence[str] | None, batch_size: int) -> list[str] | None:
@@ -221,29 +200,6 @@ def record_from_ids(
     return record
 
 
-def load_model_and_tokenizer(path: str | Path | None = None, *, device: str | None = None) -> tuple[Any, Any]:
-    """Load a model folder or Hub id (default: the shipped checkpoint, `hf_vaswani.paths.default_model_path()`) as
-    (model, tokenizer), the model in eval mode on `device` (default cpu). Ours loads as ``hf-vaswani translate``
-    loads it; any other architecture the toolkit knows (Marian/OPUS-MT, M2M100/NLLB, mBART, BART, T5) with eager
-    attention, so that its attention weights can be read (`vaswani_inspect.loading`).
-
-    A `Path`, and a name that is not of the form ``org/name`` (`hf_vaswani.paths.looks_like_local_path`), is a
-    local folder, as for ``hf-vaswani translate --model``; the loading itself is
-    `vaswani_inspect.loading.load_for_inspection`.
-
-    Raises:
-        FileNotFoundError: no such folder (or no `path` and the shipped checkpoint is not found).
-        ValueError: the model or its tokenizer cannot be loaded from it (damaged or foreign files, unknown Hub id).
-    """
-    if path is None:
-        path = default_model_path()
-    elif not Path(path).expanduser().is_dir() and (isinstance(path, Path) or looks_like_local_path(str(path))):
-        raise FileNotFoundError(f"No model checkpoint folder at {path}.")
-    from .loading import load_for_inspection
-
-    return load_for_inspection(path, device=device or "cpu")
-
-
 @contextlib.contextmanager
 def _eval_mode(model: Any) -> Iterator[Any]:
     """Eval mode inside (no dropout on the weights), the previous mode restored afterwards."""
@@ -268,8 +224,8 @@ def _check_model(model: Any) -> Any:
             f"{type(model).__name__} is not an encoder-decoder model (config.is_encoder_decoder is False): "
             "there is no cross-attention to extract."
         )
-    with contextlib.suppress(architectures.UnsupportedModelError):  # a model of another layout may return weights
-        architectures.ensure_attention_weights(model)
+    with contextlib.suppress(UnsupportedModelError):  # a model of another layout may return weights
+        ensure_attention_weights(model)
     return config
 
 
@@ -479,8 +435,8 @@ def _attention_tuple(outputs: Any, name: str, expected_layers: int | None) -> tu
 
 def _layer_counts(model: Any) -> dict[str, int | None]:
     try:
-        return {kind: count for kind, (count, _) in architectures.head_counts(model).items()}
-    except architectures.UnsupportedModelError:  # attention modules not found: read the counts from the config
+        return {kind: count for kind, (count, _) in head_counts(model).items()}
+    except UnsupportedModelError:  # attention modules not found: read the counts from the config
         config = model.config
         decoder = getattr(config, "decoder_layers", None)
         return {"encoder": getattr(config, "encoder_layers", None), "decoder": decoder, "cross": decoder}

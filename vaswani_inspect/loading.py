@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["load_for_inspection", "model_type_of"]
+__all__ = ["load_for_inspection", "load_model_and_tokenizer", "model_type_of"]
 
 
 def model_type_of(name: str) -> str | None:
@@ -102,3 +102,26 @@ def _check_foreign_model(model: Any, tokenizer: Any, loading_info: dict, name: s
         problems.append(f"the tokenizer has {len(tokenizer)} tokens and the model's vocabulary only {vocabulary}")
     if problems:
         raise BrokenModelError(f"The model at {name!r} is broken: {'; '.join(problems)}.")
+
+
+def load_model_and_tokenizer(path: str | Path | None = None, *, device: str | None = None) -> tuple[Any, Any]:
+    """Load a model folder or Hub id (default: the shipped checkpoint, `hf_vaswani.paths.default_model_path()`) as
+    (model, tokenizer), the model in eval mode on `device` (default cpu). Ours loads as ``hf-vaswani translate``
+    loads it; any other architecture the toolkit knows (Marian/OPUS-MT, M2M100/NLLB, mBART, BART, T5) with eager
+    attention, so that its attention weights can be read (`vaswani_inspect.loading`).
+
+    A `Path`, and a name that is not of the form ``org/name`` (`hf_vaswani.paths.looks_like_local_path`), is a
+    local folder, as for ``hf-vaswani translate --model``; the loading itself is
+    `vaswani_inspect.loading.load_for_inspection`.
+
+    Raises:
+        FileNotFoundError: no such folder (or no `path` and the shipped checkpoint is not found).
+        ValueError: the model or its tokenizer cannot be loaded from it (damaged or foreign files, unknown Hub id).
+    """
+    from hf_vaswani.paths import default_model_path, looks_like_local_path
+
+    if path is None:
+        path = default_model_path()
+    elif not Path(path).expanduser().is_dir() and (isinstance(path, Path) or looks_like_local_path(str(path))):
+        raise FileNotFoundError(f"No model checkpoint folder at {path}.")
+    return load_for_inspection(path, device=device or "cpu")

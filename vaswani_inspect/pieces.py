@@ -22,7 +22,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["METASPACE", "is_metaspace_tokenizer", "piece_labels", "piece_spans"]
+__all__ = ["METASPACE", "is_metaspace_tokenizer", "mark_task_prefix", "piece_labels", "piece_spans"]
 
 METASPACE = "▁"
 
@@ -125,3 +125,16 @@ def _without_overlaps(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
         if end > following and following >= start:
             result[i] = (start, following)
     return result
+
+
+def mark_task_prefix(record: Any, tokenizer: Any, direction: Any) -> None:
+    """Label the pieces of a task prefix (T5's "translate English to German: ") as special tokens, ``⟨▁translate⟩``:
+    the model reads them, so they keep their attention, but they are an instruction, not words of the sentence."""
+    if direction is None or direction.scheme != "task_prefix" or not direction.source_prefix.strip():
+        return
+    prefix_ids = list(tokenizer(direction.source_prefix.strip(), add_special_tokens=False)["input_ids"])
+    if not prefix_ids or record.source_ids[: len(prefix_ids)] != prefix_ids:
+        return  # the prefix was segmented with the sentence: its pieces cannot be told apart, leave them
+    labels = [f"⟨{token}⟩" for token in record.source_tokens[: len(prefix_ids)]]
+    record.source_tokens = [*labels, *record.source_tokens[len(prefix_ids) :]]
+    record.special_tokens = list(dict.fromkeys([*record.special_tokens, *labels]))

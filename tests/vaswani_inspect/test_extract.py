@@ -142,7 +142,7 @@ def test_empty_target_and_bad_arguments_are_refused(model, tokenizer):
         extract(model, tokenizer, ["el gato", "la casa"], ["the cat"], direction="es-en")
     with pytest.raises(ValueError, match="empty list"):
         extract(model, tokenizer, [], direction="es-en")
-    with pytest.raises(ValueError, match="no language token >>fr<<"):
+    with pytest.raises(ValueError, match="Unknown translation direction 'es-fr'"):
         extract(model, tokenizer, "el gato", direction="es-fr")
     with pytest.raises(ValueError, match="direction must look like"):
         extract(model, tokenizer, "el gato", direction="spanish")

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import architectures
 from ..alignment.links import alignment_matrix
+from ..architectures import attention_modules, head_size, projections
 from ..record import AttentionRecord
 from .inputs import eval_mode, record_inputs
 
@@ -43,8 +43,8 @@ def value_norms(model: Any, record: AttentionRecord) -> np.ndarray:
         encoded = model.get_encoder()(input_ids=inputs.source).last_hidden_state[0]  # (S, d)
         norms = []
         for module in layers:
-            heads, head_dim = architectures.head_size(model, module)
-            maps = architectures.projections(model, module)
+            heads, head_dim = head_size(model, module)
+            maps = projections(model, module)
             values = maps.value(encoded).view(-1, heads, head_dim)  # (S, H, d_h)
             weight = maps.output.weight.view(-1, heads, head_dim)  # (d, H, d_h): column block h is W_O^h
             transformed = torch.einsum("shk,dhk->hsd", values, weight)
@@ -54,7 +54,7 @@ def value_norms(model: Any, record: AttentionRecord) -> np.ndarray:
 
 def _cross_attention_modules(model: Any) -> list[Any]:
     """The decoder's encoder-decoder attention modules (`vaswani_inspect.architectures`), in layer order."""
-    return architectures.attention_modules(model)["cross"]
+    return attention_modules(model)["cross"]
 
 
 def attention_norm_matrix(model: Any, record: AttentionRecord, layers: str = "aligner") -> tuple[np.ndarray, dict]:

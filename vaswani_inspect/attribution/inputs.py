@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from .. import architectures
+from ..architectures import input_embeddings, output_logits
 from ..record import AttentionRecord
 
 
@@ -66,8 +66,8 @@ def eval_mode(model: Any) -> Iterator[Any]:
 def embeddings(model: Any, inputs: RecordInputs) -> tuple[torch.Tensor, torch.Tensor]:
     """The token embeddings the encoder and the decoder read, (1, S, d) and (1, T - 1, d), as `inputs_embeds`
     (scaled by sqrt(d_model) where the model scales them; positional encodings are added inside the model)."""
-    source = architectures.input_embeddings(model, "encoder", inputs.source)
-    target = architectures.input_embeddings(model, "decoder", inputs.decoder)
+    source = input_embeddings(model, "encoder", inputs.source)
+    target = input_embeddings(model, "decoder", inputs.decoder)
     return source.detach(), target.detach()
 
 
@@ -83,7 +83,7 @@ def _final_states(model: Any, source_embeds: torch.Tensor, target_embeds: torch.
 
 def _log_softmax_of(model: Any, hidden: torch.Tensor) -> torch.Tensor:
     """log p over the vocabulary from decoder states (..., d), in float32 at least."""
-    logits = architectures.output_logits(model, hidden)
+    logits = output_logits(model, hidden)
     if logits.dtype in (torch.float16, torch.bfloat16):
         logits = logits.float()  # a log-softmax over the vocabulary in half precision loses the small ones
     return torch.log_softmax(logits, dim=-1)

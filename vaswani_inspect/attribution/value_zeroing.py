@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import architectures
+from ..architectures import projections
 from ..record import AttentionRecord
 from .attention import _cross_attention_modules
 from .inputs import eval_mode, record_inputs
@@ -33,7 +33,7 @@ def zeroed_values(model: Any, keep: torch.Tensor) -> Iterator[None]:
     def hook(module: Any, args: Any, output: torch.Tensor) -> torch.Tensor:
         return output * keep[..., None].to(output.dtype)
 
-    values = [architectures.projections(model, module).value for module in _cross_attention_modules(model)]
+    values = [projections(model, module).value for module in _cross_attention_modules(model)]
     handles = [projection.register_forward_hook(hook) for projection in values]
     try:
         yield
