@@ -389,12 +389,18 @@ class VaswaniPreTrainedModel(PreTrainedModel):
         transformers writes a model file's relative imports with it, into the folder (and into its module cache
         when it loads remote code), so the import below puts ``pipeline_vaswani.py`` next to this file wherever the
         model's code is written. When it is not (the class is registered for no auto class), the pipeline entry is
-        left out of the saved config.json rather than naming a file that is not there."""
+        left out of the saved config.json rather than naming a file that is not there.
+
+        With the code, config.json's ``auto_map`` names the bare encoder-decoder for ``AutoModel`` too (transformers
+        writes the saved class's entry alone): bertviz and other tools load it that way with ``trust_remote_code``."""
         from .pipeline_vaswani import VaswaniTranslationPipeline
 
         ours = f"pipeline_vaswani.{VaswaniTranslationPipeline.__name__}"
         pipelines = getattr(self.config, "custom_pipelines", None)
-        if type(self)._auto_class is not None or not isinstance(pipelines, dict):  # as transformers decides
+        if type(self)._auto_class is not None:  # as transformers decides
+            bare = f"{VaswaniModel.__module__.rsplit('.', 1)[-1]}.{VaswaniModel.__name__}"
+            self.config.auto_map = {"AutoModel": bare, **(getattr(self.config, "auto_map", None) or {})}
+        if type(self)._auto_class is not None or not isinstance(pipelines, dict):
             return super().save_pretrained(save_directory, *args, **kwargs)
         kept = {
             task: entry

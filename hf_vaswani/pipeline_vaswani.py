@@ -23,7 +23,8 @@ LANGUAGE_TOKEN = re.compile(r">>([^\s<>]+)<<")
 
 
 class VaswaniTranslationPipeline(Pipeline):
-    """Translate text into `tgt_lang` (``"en"``, ``"es"``: the languages of the model's ``>>xx<<`` tokens).
+    """Translate text into `tgt_lang` (``"en"``, ``"es"``: the languages of the model's ``>>xx<<`` tokens). A model
+    without such tokens translates into one language (a converted OPUS-MT model): `tgt_lang` may then be left out.
 
     Keyword arguments other than `tgt_lang` go to `generate()` (``num_beams``, ``max_new_tokens``, ...); the model's
     generation config gives the rest. Returns ``[{"translation_text": ...}]`` for a text, one such list per text for a
@@ -42,6 +43,11 @@ class VaswaniTranslationPipeline(Pipeline):
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"The pipeline translates non-empty strings, got {text!r}.")
         languages = self.target_languages()
+        if not languages:  # one target language: the text goes in as it is
+            only = getattr(self.tokenizer, "target_lang", None)
+            if tgt_lang is not None and only is not None and tgt_lang != only:
+                raise ValueError(f"This model translates into {only!r} only, got tgt_lang={tgt_lang!r}.")
+            return self._encode(text.strip(), text)
         if tgt_lang is None:
             raise ValueError(f"Say which language to translate into: tgt_lang={' or '.join(map(repr, languages))}.")
         if tgt_lang not in languages:
@@ -54,16 +60,18 @@ class VaswaniTranslationPipeline(Pipeline):
             )
         if found:
             raise ValueError(f"The text contains a language token ({found.group(0)}): pass tgt_lang.")
+        return self._encode(f">>{tgt_lang}<< {text.strip()}", text)
+
+    def _encode(self, source: str, text: str) -> dict[str, Any]:
+        """The model inputs for `source` (the `text` with its language token), cut to the model's positions."""
         limit = getattr(self.model.config, "max_position_embeddings", None)
-        inputs = self.tokenizer(
-            f">>{tgt_lang}<< {text.strip()}", return_tensors="pt", truncation=limit is not None, max_length=limit
-        )
+        inputs = self.tokenizer(source, return_tensors="pt", truncation=limit is not None, max_length=limit)
         if _unknown_share(self.tokenizer, text) > 0.5:
             message = (
                 f"Most of {text!r} is outside the model's vocabulary (<unk>) or special tokens: the translation "
                 "means little."
             )
-            warnings.warn(message, stacklevel=3)
+            warnings.warn(message, stacklevel=4)
         return inputs
 
     def _forward(self, model_inputs: dict[str, Any], **generate_kwargs: Any) -> dict[str, Any]:
@@ -76,10 +84,16 @@ class VaswaniTranslationPipeline(Pipeline):
 
 def _unknown_share(tokenizer: Any, text: str) -> float:
     """The share of the text's non-space characters that the tokenizer can only map to its unknown token or reads as
-    special tokens (``<pad> <pad>``, ``</s>``: markers, not words)."""
-    encoded = tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)
-    spans = zip(encoded["input_ids"], encoded["offset_mapping"], strict=True)
+    special tokens (``<pad> <pad>``, ``</s>``: markers, not words). A tokenizer without character offsets (a
+    SentencePiece `MarianTokenizer`) gives the share of such tokens instead."""
     unread = {tokenizer.unk_token_id, *tokenizer.all_special_ids}
+    try:
+        encoded = tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)
+    except NotImplementedError:  # some tokenizers refuse the option, others leave the offsets out
+        encoded = tokenizer(text, add_special_tokens=False)
+    if "offset_mapping" not in encoded:
+        return sum(token in unread for token in encoded["input_ids"]) / max(1, len(encoded["input_ids"]))
+    spans = zip(encoded["input_ids"], encoded["offset_mapping"], strict=True)
     unknown = sum(len(text[start:end].strip()) for token, (start, end) in spans if token in unread)
     return unknown / max(1, sum(not character.isspace() for character in text))
 

@@ -133,7 +133,13 @@ print(tokenizer.batch_decode(model.generate(**batch), skip_special_tokens=True))
 
 
 def write_exported_card(
-    out_dir: Path, name: str, config: VaswaniConfig, difference: float, tokenizer_files: list[str]
+    out_dir: Path,
+    name: str,
+    config: VaswaniConfig,
+    difference: float,
+    tokenizer_files: list[str],
+    *,
+    opus_layout: bool = False,
 ) -> None:
     layout = (
         "the d_model dimensions reordered from the paper's interleaved sinusoid layout to Marian's (an exact "
@@ -146,6 +152,24 @@ def write_exported_card(
         if tokenizer_files
         else "No tokenizer was exported."
     )
+    heads = (
+        ""
+        if config.encoder_attention_heads == config.decoder_attention_heads
+        else " (but for the number of heads: CTranslate2's Marian converter gives the decoder the encoder's, so use "
+        "`hf-vaswani export-ctranslate2` for this model)"
+    )
+    if opus_layout:
+        start = f"""The vocabulary is laid out as OPUS-MT's: a `<pad>` with a zero embedding is appended (id
+{config.vocab_size}, never predicted), it is the pad and decoder start token, and the source model's start token is
+carried by row 0 of the decoder's position table, stored in `model.safetensors`. The source model's own `<pad>`
+(id {config.pad_token_id}) keeps its weights as `<vaswani_pad>`; every other id is the source model's. So
+CTranslate2 converts the folder (`ct2-transformers-converter --model {name} --output_dir {name}-ct2`) and translates
+as this model does{heads}. `MarianMTModel.save_pretrained` does not save position tables: copy this folder's
+`model.safetensors` rather than re-saving the model, or the first decoding step changes."""
+    else:
+        start = f"""Decoding starts from token {config.decoder_start_token_id} (`decoder_start_token_id`), as in
+the source model, whose separate target vocabulary keeps its ids (CTranslate2's Marian converter takes models with
+one vocabulary only: use `hf-vaswani export-ctranslate2`)."""
     text = f"""---
 library_name: transformers
 pipeline_tag: translation
@@ -155,8 +179,9 @@ tags: [marian, hf-vaswani]
 # {name}
 
 An hf-vaswani model (`VaswaniForConditionalGeneration`) exported with `hf-vaswani export-marian` as a stock
-`MarianMTModel`: the same weights under Marian's names, {layout}. Decoding starts from token
-{config.decoder_start_token_id} (`decoder_start_token_id`), as in the source model.
+`MarianMTModel`: the same weights under Marian's names, {layout}.
+
+{start}
 
 At export, both models ran on a padded check batch: the largest absolute difference between their logits was
 {difference:.3g}. {tokenizer}

@@ -9,6 +9,7 @@ options Marian cannot compute are refused (`check_marian_compatible`). The weigh
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from transformers import MarianConfig, PreTrainedConfig
@@ -147,6 +148,8 @@ def vaswani_config_from_marian(
             bos_token_id=marian.bos_token_id,
             eos_token_id=marian.eos_token_id,
             decoder_start_token_id=marian.decoder_start_token_id,
+            # How alignments are read off the cross-attention: kept in config.json by export-marian.
+            alignment=getattr(marian, "alignment", None),
         )
     except ValueError as error:
         raise MarianConversionError(f"The Marian config has no VaswaniConfig counterpart: {error}") from error
@@ -175,8 +178,12 @@ def check_marian_compatible(config: VaswaniConfig) -> None:
 
 
 def marian_config_for(config: VaswaniConfig) -> MarianConfig:
-    """The `MarianConfig` of a `MarianMTModel` with the dimensions, activations, dropouts and special ids of ours."""
+    """The `MarianConfig` of a `MarianMTModel` with the dimensions, activations, dropouts and special ids of ours,
+    and our `alignment` (how `vaswani_inspect` reads word alignments off the cross-attention, which the Marian model
+    computes as ours does) as an extra field, which MarianConfig keeps."""
+    extra = {"alignment": copy.deepcopy(config.alignment)} if config.alignment is not None else {}
     return MarianConfig(
+        **extra,
         vocab_size=config.vocab_size,
         decoder_vocab_size=config.decoder_vocab_size,
         d_model=config.d_model,

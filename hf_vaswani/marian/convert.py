@@ -16,6 +16,12 @@ Every weight of the source state dict is either converted or checked (the sinuso
 anything else is refused with the list of names, never dropped. Options the model has no counterpart for are
 refused, naming the option (`hf_vaswani.marian.configs`). After mapping, the two models are run on a padded check
 batch and the conversion fails if the logits differ.
+
+A folder written by `hf-vaswani export-marian` in OPUS-MT's layout (`hf_vaswani.marian.opus_layout`: an appended
+zero ``<pad>`` that starts decoding, our start token carried by the decoder's stored position table) converts back
+to the model it came from: the appended token is removed, our start and pad ids (recorded in its config.json) and
+tokenizer names restored. Its `alignment` field, if any, is kept too. The folder gets the translation pipeline of
+our model folders (`hf_vaswani.pipeline_vaswani`, declared in config.json's ``custom_pipelines``).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from transformers.utils import cached_file
 from ..configuration_vaswani import VaswaniConfig
 from ..modeling_vaswani import VaswaniForConditionalGeneration, VaswaniSinusoidalPositionalEncoding
 from ..outputs import OutputPlan
+from ..pipeline_vaswani import add_pipeline_to_folder
 from .cards import IN_MEMORY, write_converted_card
 from .configs import (
     MarianConversionError,
@@ -43,6 +50,7 @@ from .configs import (
     vaswani_config_from_marian,
 )
 from .mapping import MARIAN_POSITION_TABLES, MARIAN_SHARED_ALIAS, weight_names
+from .opus_layout import read_export_record, remove_start_token, restore_tokenizer_files
 
 logger = logging.getLogger(__name__)
 
@@ -114,10 +122,12 @@ def convert_marian(
             f"{str(source_dtype).removeprefix('torch.')}); the logits check ran before the cast."
         )
     model.to(target_dtype or source_dtype)
-    model.generation_config = _generation_config(marian)
+    record = read_export_record(marian.config) if _undid_opus_layout(config, marian.config) else None
+    model.generation_config = _generation_config(marian, record)
     with plan.writing() as staged:
         folder = staged(plan.outputs[0].path)
         _save_model(model, folder)
+        add_pipeline_to_folder(folder)  # as our model folders have it: pipeline("translation", ...) works
         if files_source is None:
             notes.append(
                 "Tokenizer: not copied, the model was converted from memory; save the Marian tokenizer "
@@ -128,6 +138,8 @@ def convert_marian(
             copied = _copy_tokenizer_files(files_source, folder)
             if not copied:
                 notes.append(f"Tokenizer: {source_id} has no tokenizer files; none were copied.")
+            if record is not None and restore_tokenizer_files(folder, record):
+                notes.append("Tokenizer: the appended <pad> removed and the model's own <pad> restored.")
         for note in notes:
             logger.warning(note)
         write_converted_card(
@@ -171,6 +183,7 @@ def marian_state_dict_to_vaswani(
     check_marian_config(marian_config)
     notes.extend(config_notes(marian_config))
     _check_names(state_dict, marian_config)
+    state_dict, marian_config = _undo_opus_layout(state_dict, marian_config, notes)
 
     encoder_embed = state_dict["model.encoder.embed_tokens.weight"]
     decoder_embed = state_dict["model.decoder.embed_tokens.weight"]
@@ -207,6 +220,36 @@ def marian_state_dict_to_vaswani(
 
     mapped = {ours: state_dict[theirs] for ours, theirs in weight_names(config.encoder_layers, config.decoder_layers)}
     return config, mapped
+
+
+def _undo_opus_layout(
+    state_dict: dict[str, torch.Tensor], marian_config: MarianConfig, notes: list[str]
+) -> tuple[dict[str, torch.Tensor], MarianConfig]:
+    """The weights and config of the model an OPUS-MT-layout export came from (`remove_start_token`), or the
+    Marian ones as they are."""
+    record = read_export_record(marian_config)
+    if record is None:
+        return state_dict, marian_config
+    restored = remove_start_token(state_dict, marian_config, record)
+    if restored is None:
+        notes.append(
+            "config.json records an hf-vaswani export in OPUS-MT's layout, but the weights no longer hold it (the "
+            "decoder's position table, whose row 0 carried the start token, is the plain one: "
+            "MarianMTModel.save_pretrained does not save it): converted as the Marian model it now is, which "
+            "decodes from the appended <pad>."
+        )
+        return state_dict, marian_config
+    notes.append(
+        f"Converted back from an hf-vaswani export in OPUS-MT's layout: the appended <pad> "
+        f"(id {marian_config.vocab_size - 1}) removed, decoding from token {record['decoder_start_token_id']} "
+        f"and padding with token {record['pad_token_id']} again."
+    )
+    return restored
+
+
+def _undid_opus_layout(config: VaswaniConfig, marian_config: MarianConfig) -> bool:
+    """Whether the conversion removed an export's appended token (else the vocabularies have the same size)."""
+    return config.decoder_vocab_size == marian_config.decoder_vocab_size - 1
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -339,17 +382,20 @@ def _check_same_logits(marian: MarianMTModel, model: VaswaniForConditionalGenera
     if config.pad_token_id is not None:
         input_ids[input_ids == config.pad_token_id] = 0 if config.pad_token_id else 1
         decoder_input_ids[decoder_input_ids == config.pad_token_id] = 0 if config.pad_token_id else 1
-    decoder_input_ids[:, 0] = config.decoder_start_token_id
     attention_mask = torch.ones_like(input_ids)
     attention_mask[1, length // 2 :] = 0
     inputs = dict(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids)
 
+    # Each decoder starts from its own start token: an export's appended <pad> for Marian, ours once removed.
+    decoder_input_ids[:, 0] = marian.config.decoder_start_token_id
     was_training = marian.training
     try:
         expected = marian.eval()(**{key: value.to(marian.device) for key, value in inputs.items()}).logits.cpu()
     finally:
         marian.train(was_training)
+    decoder_input_ids[:, 0] = config.decoder_start_token_id
     actual = model.eval()(**inputs).logits
+    expected = expected[..., : actual.shape[-1]]  # without the appended token, which gets probability 0
     difference = float((actual - expected).abs().max())
     tolerance = 1e-4 * max(1.0, float(expected.abs().max()))
     if not difference <= tolerance:
@@ -361,11 +407,17 @@ def _check_same_logits(marian: MarianMTModel, model: VaswaniForConditionalGenera
     return difference
 
 
-def _generation_config(marian: MarianMTModel) -> GenerationConfig:
-    """Marian's generation settings (num_beams, max_length, bad_words_ids, decoder_start_token_id, ...) as they are."""
+def _generation_config(marian: MarianMTModel, record: dict[str, int] | None = None) -> GenerationConfig:
+    """Marian's generation settings (num_beams, max_length, bad_words_ids, decoder_start_token_id, ...) as they are;
+    with the `record` of an export whose appended token was removed, its start and pad ids become ours again."""
     values = marian.generation_config.to_dict()
     for key in ("_from_model_config", "transformers_version", "_commit_hash", "_original_object_hash"):
         values.pop(key, None)
+    if record is not None:
+        appended = marian.config.decoder_start_token_id
+        for key in ("decoder_start_token_id", "pad_token_id"):
+            if values.get(key) == appended:
+                values[key] = record[key]
     return GenerationConfig(**values)
 
 

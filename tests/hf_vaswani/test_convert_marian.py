@@ -27,6 +27,7 @@ from transformers import (
     MarianModel,
     MarianMTModel,
     MarianTokenizer,
+    pipeline,
 )
 from transformers.models.marian.modeling_marian import shift_tokens_right
 
@@ -374,6 +375,34 @@ def test_hub_id_conversion_names_its_base_model(marian_folder, converted_from_hu
         assert (converted_from_hub_id / name).read_bytes() == (marian_folder / name).read_bytes()
     tokenizer_config = json.loads((converted_from_hub_id / "tokenizer_config.json").read_text())
     assert tokenizer_config == {"source_lang": "es", "target_lang": "en", "tokenizer_class": "MarianTokenizer"}
+
+
+def test_the_converted_folder_translates_with_its_pipeline_once_re_saved_too(marian_folder, converted_folder, tmp_path):
+    """Like our model folders, the converted one declares the translation pipeline (config.json's custom_pipelines,
+    pipeline_vaswani.py next to it; transformers 5 has no built-in one), for a model with one target language and a
+    SentencePiece MarianTokenizer too; so does a copy saved with save_pretrained."""
+    from hf_vaswani import pipeline_vaswani
+
+    re_saved = tmp_path / "re-saved"
+    AutoModelForSeq2SeqLM.from_pretrained(converted_folder).save_pretrained(re_saved)
+    AutoTokenizer.from_pretrained(converted_folder).save_pretrained(re_saved)
+    marian = MarianMTModel.from_pretrained(marian_folder).eval()
+    tokenizer = MarianTokenizer.from_pretrained(marian_folder)
+    greedy = dict(num_beams=1, max_new_tokens=6)  # and the rest of Marian's generation settings (<pad> banned)
+    with torch.no_grad():
+        output = marian.generate(**tokenizer(SOURCES[:1], return_tensors="pt"), **greedy)
+    expected = [{"translation_text": tokenizer.decode(output[0], skip_special_tokens=True).strip()}]
+    assert expected[0]["translation_text"]
+    for folder in (converted_folder, re_saved):
+        pipelines = json.loads((folder / "config.json").read_text())["custom_pipelines"]
+        assert pipelines["translation"]["impl"] == "pipeline_vaswani.VaswaniTranslationPipeline"
+        assert (folder / "pipeline_vaswani.py").read_bytes() == Path(pipeline_vaswani.__file__).read_bytes()
+        translator = pipeline("translation", model=str(folder), trust_remote_code=True)
+        assert type(translator).__name__ == "VaswaniTranslationPipeline"
+        assert translator(SOURCES[0], **greedy) == expected
+        assert translator(SOURCES[0], tgt_lang="en", **greedy) == expected  # the tokenizer's target_lang
+        with pytest.raises(ValueError, match="translates into 'en' only"):
+            translator(SOURCES[0], tgt_lang="fr")
 
 
 def test_generation_settings_of_a_legacy_config_json_are_carried(tmp_path):

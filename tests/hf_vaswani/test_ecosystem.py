@@ -1,18 +1,21 @@
-"""The standard `transformers` paths a user of the ecosystem takes: the translation pipeline, static cache and
-compiled generation, resized vocabularies, PEFT LoRA, and the loading defaults of the shipped checkpoint."""
+"""The standard `transformers` paths a user of the ecosystem takes: the translation pipeline, bertviz's
+`AutoModel` recipe, static cache and compiled generation, resized vocabularies, PEFT LoRA, and the loading defaults of
+the shipped checkpoint."""
 
 import json
 import logging
+import os
 import shutil
 import warnings
 
 import pytest
 import torch
-from transformers import AutoModelForSeq2SeqLM, PreTrainedTokenizerFast, pipeline
+from transformers import AutoModel, AutoModelForSeq2SeqLM, PreTrainedTokenizerFast, pipeline
+from transformers.dynamic_module_utils import get_class_from_dynamic_module
 
 from hf_vaswani import VaswaniForConditionalGeneration
 from hf_vaswani.pipeline_vaswani import VaswaniTranslationPipeline, add_pipeline_to_folder
-from tests.helpers import CHECKPOINT, tiny_config
+from tests.helpers import CHECKPOINT, run_without_our_packages, tiny_config
 
 needs_checkpoint = pytest.mark.skipif(not CHECKPOINT.is_dir(), reason="the shipped checkpoint is not in this checkout")
 
@@ -48,6 +51,68 @@ def test_translation_pipeline_with_remote_code_and_with_the_package(tmp_path):
         local(">>fr<< Bonjour.", tgt_lang="en")
     with pytest.warns(UserWarning, match="outside the model's vocabulary"):
         local("😀😀😀 🎉🎉", tgt_lang="en")
+
+
+# ---------------------------------------------------------------------------------------------- AutoModel (bertviz)
+
+#: bertviz's README recipe for an encoder-decoder, run by `run_without_our_packages` (json and sys are imported): the
+#: bare encoder-decoder through the folder's own code, with every attention matrix.
+AUTOMODEL_SCRIPT = """
+    import torch
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(sys.argv[1], output_attentions=True, trust_remote_code=True).eval()
+    with torch.no_grad():
+        outputs = model(**{name: torch.tensor(ids) for name, ids in json.loads(sys.argv[2]).items()})
+    assert not any(m.split(".")[0] == "hf_vaswani" for m in sys.modules)
+    kinds = ("encoder_attentions", "decoder_attentions", "cross_attentions")
+    print(json.dumps([type(model).__name__, [[a.tolist() for a in getattr(outputs, kind)] for kind in kinds]]))
+    """
+
+ATTENTION_KINDS = ("encoder_attentions", "decoder_attentions", "cross_attentions")
+
+
+def assert_same_attentions(found: list, expected) -> None:
+    """Attentions as the script prints them (lists) against a model's output."""
+    for kind, layers in zip(ATTENTION_KINDS, found, strict=True):
+        assert len(layers) == len(getattr(expected, kind)), kind
+        for got, want in zip(layers, getattr(expected, kind)):
+            torch.testing.assert_close(torch.tensor(got), want, atol=1e-6, rtol=0)
+
+
+@needs_checkpoint
+def test_automodel_gives_bertviz_the_shipped_attentions_without_our_package(tmp_path):
+    """``AutoModel.from_pretrained(folder, output_attentions=True, trust_remote_code=True)``, as bertviz's README
+    has it, loads our bare encoder-decoder (config.json's auto_map names it) in a process that cannot import
+    hf_vaswani; the attentions are those of the model we load."""
+    assert json.loads((CHECKPOINT / "config.json").read_text())["auto_map"]["AutoModel"] == (
+        "modeling_vaswani.VaswaniModel"
+    )
+    inputs = {"input_ids": [[4, 50, 60, 70, 2]], "decoder_input_ids": [[1, 33, 44]]}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf_home"), "OMP_NUM_THREADS": "1"}
+    name, attentions = run_without_our_packages(AUTOMODEL_SCRIPT, str(CHECKPOINT), json.dumps(inputs), env=env)
+    assert name == "VaswaniModel"
+    with torch.no_grad():
+        expected = AutoModel.from_pretrained(CHECKPOINT, output_attentions=True).eval()(
+            **{key: torch.tensor(ids) for key, ids in inputs.items()}
+        )
+    assert_same_attentions(attentions, expected)
+
+
+def test_a_newly_saved_model_names_its_bare_encoder_decoder_for_automodel(tmp_path):
+    """transformers writes the saved class's auto_map entry alone; ours adds AutoModel, which loads the bare
+    encoder-decoder through the folder's code, with the weights of the model saved."""
+    model = VaswaniForConditionalGeneration(tiny_config()).eval()
+    model.save_pretrained(tmp_path / "saved")
+    auto_map = json.loads((tmp_path / "saved" / "config.json").read_text())["auto_map"]
+    assert auto_map["AutoModel"] == "modeling_vaswani.VaswaniModel"
+    # What AutoModel does with trust_remote_code where hf_vaswani is not imported (here its registration wins).
+    bare_class = get_class_from_dynamic_module(auto_map["AutoModel"], str(tmp_path / "saved"))
+    assert bare_class.__name__ == "VaswaniModel" and bare_class.__module__.startswith("transformers_modules.")
+    bare = bare_class.from_pretrained(tmp_path / "saved").eval()
+    inputs = dict(input_ids=torch.tensor([[4, 50, 60, 2]]), decoder_input_ids=torch.tensor([[1, 33]]))
+    with torch.no_grad():
+        torch.testing.assert_close(bare(**inputs).last_hidden_state, model.model(**inputs).last_hidden_state)
 
 
 # ---------------------------------------------------------------------------------------------- generation

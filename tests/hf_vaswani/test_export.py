@@ -71,6 +71,20 @@ def teacher_forced(vocab_size: int = 250) -> torch.Tensor:
     return decoder_input_ids
 
 
+def marian_start(decoder_input_ids: torch.Tensor, marian: MarianMTModel) -> torch.Tensor:
+    """Our decoder inputs for the exported Marian model: the same ids after its own start token (in OPUS-MT's
+    layout, the appended <pad>, id V; our ids otherwise)."""
+    shifted = decoder_input_ids.clone()
+    shifted[:, 0] = marian.config.decoder_start_token_id
+    return shifted
+
+
+def tokens(sequences: torch.Tensor) -> list[list[int]]:
+    """Generated ids without the start token and what follows the end token: the two models' start and padding ids
+    differ in OPUS-MT's layout (the appended <pad>; ours pads with </s> or <pad> as generate decides)."""
+    return [until_eos(row) for row in sequences.tolist()]
+
+
 def until_eos(row: list[int], eos: int = 2) -> list[int]:
     """Generated ids without the start token, cut before the first end-of-sentence token."""
     row = row[1:]
@@ -112,12 +126,21 @@ def exported_marian(request, tmp_path_factory):
 
 
 def test_exported_marian_gives_our_logits(exported_marian):
-    _, model, marian = exported_marian
+    variant, model, marian = exported_marian
     inputs = dict(**padded_batch(), decoder_input_ids=teacher_forced())
     with torch.no_grad():
-        ours, theirs = model(**inputs).logits, marian(**inputs).logits
-    assert (ours - theirs).abs().max() <= ATOL
-    assert marian.config.decoder_start_token_id == 1 and marian.config.forced_eos_token_id is None
+        ours = model(**inputs).logits
+        theirs = marian(**{**inputs, "decoder_input_ids": marian_start(inputs["decoder_input_ids"], marian)}).logits
+    vocab = model.config.decoder_vocab_size
+    assert (ours - theirs[..., :vocab]).abs().max() <= ATOL
+    # The appended <pad> gets probability 0: the log-probabilities over our vocabulary are ours too.
+    assert (ours.log_softmax(-1) - theirs.log_softmax(-1)[..., :vocab]).abs().max() <= ATOL
+    assert marian.config.forced_eos_token_id is None
+    if variant == "separate-vocab-bias-gelu":  # no room for the appended token: our ids, decoding from <s>
+        assert marian.config.decoder_vocab_size == vocab and marian.config.decoder_start_token_id == 1
+    else:  # OPUS-MT's layout: <pad> appended last is the pad and decoder start token
+        assert marian.config.vocab_size == marian.config.decoder_vocab_size == vocab + 1
+        assert marian.config.decoder_start_token_id == marian.config.pad_token_id == vocab
 
 
 def test_exported_marian_gives_our_beam_and_greedy_tokens(exported_marian):
@@ -125,7 +148,7 @@ def test_exported_marian_gives_our_beam_and_greedy_tokens(exported_marian):
     with torch.inference_mode():
         for options in (BEAM, dict(num_beams=1, max_new_tokens=12)):
             ours = model.generate(**padded_batch(), **options)
-            assert torch.equal(marian.generate(**padded_batch(), **options), ours)
+            assert tokens(marian.generate(**padded_batch(), **options)) == tokens(ours)
 
 
 def test_convert_marian_inverts_export_marian(exported_marian, tmp_path):
@@ -179,15 +202,72 @@ def test_export_marian_of_the_shipped_checkpoint_from_the_command_line(tmp_path,
     tokenizer = AutoTokenizer.from_pretrained(out)
     sources = [f">>en<< {spanish}" for _, spanish in PAIRS[:6]] + [f">>es<< {english}" for english, _ in PAIRS[:6]]
     batch = tokenizer(sources, return_tensors="pt", padding=True)
+    ours_batch = AutoTokenizer.from_pretrained(CHECKPOINT)(sources, return_tensors="pt", padding=True)
+    # The same ids, but for the padding: the exported tokenizer pads with the appended <pad> (id 8000).
+    assert tokenizer.pad_token_id == 8000 and tokenizer.convert_ids_to_tokens(0) == "<vaswani_pad>"
+    assert torch.equal(batch["input_ids"].masked_fill(batch["input_ids"] == 8000, 0), ours_batch["input_ids"])
     with torch.inference_mode():
-        ours = model.generate(**batch)  # the generation config: beam 4, length penalty 0.6
+        ours = model.generate(**ours_batch)  # the generation config: beam 4, length penalty 0.6
         theirs = marian.generate(**batch)
-        assert torch.equal(theirs, ours)
-        inputs = dict(**batch, decoder_input_ids=ours[:, :-1])
+        assert tokens(theirs) == tokens(ours) and set(theirs[:, 0].tolist()) == {8000}
+        inputs = dict(**ours_batch, decoder_input_ids=ours[:, :-1])
         expected = model(**inputs).logits
+        actual = marian(**{**batch, "decoder_input_ids": marian_start(ours[:, :-1], marian)}).logits[..., :8000]
         # Reordering the interleaved dimensions changes the order of float additions (as sdpa vs eager does).
-        assert (marian(**inputs).logits - expected).abs().max() <= ATOL * expected.abs().max()
+        assert (actual - expected).abs().max() <= ATOL * expected.abs().max()
     assert tokenizer.batch_decode(theirs, skip_special_tokens=True)[0] == "The black cat sleeps."
+    assert marian.config.alignment == model.config.alignment  # how vaswani_inspect reads alignments: kept
+
+
+ALIGNMENT = {"layer": 1, "heads": [0], "shift": True, "average_with": [{"layer": 2, "heads": "all", "shift": False}]}
+
+
+def test_export_and_convert_keep_the_alignment_reading(tmp_path):
+    """config.alignment (how vaswani_inspect reads word alignments off the cross-attention) is an extra field of the
+    Marian config.json: the exported model's records read the same default as ours, and converting back keeps it."""
+    pytest.importorskip("vaswani_inspect")  # the [inspect] extra
+    from vaswani_inspect import alignment_settings, extract
+    from vaswani_inspect.alignment.config import model_alignment
+
+    model = random_model(alignment=ALIGNMENT)
+    folder = export_marian(model, tmp_path / "marian", tokenizer=tiny_tokenizer())
+    marian = MarianMTModel.from_pretrained(folder, attn_implementation="eager").eval()
+    assert marian.config.alignment == ALIGNMENT and model_alignment(marian.config) == model_alignment(model.config)
+    records = [
+        extract(m, t, "el gato negro", direction="es-en", generate_kwargs=dict(max_new_tokens=4))
+        for m, t in ((model, tiny_tokenizer()), (marian, AutoTokenizer.from_pretrained(folder)))
+    ]
+    assert alignment_settings(records[1]) == alignment_settings(records[0]) == ALIGNMENT
+    back = convert_marian(folder, tmp_path / "back")
+    assert VaswaniForConditionalGeneration.from_pretrained(back).config.alignment == ALIGNMENT
+
+
+def test_convert_marian_gives_back_the_exported_folder_with_its_tokenizer(tmp_path):
+    """export-marian then convert-marian from the shell: our weights, ids and tokenizer files come back."""
+    folder = model_folder(tmp_path / "model")
+    assert main(["export-marian", str(folder), str(tmp_path / "marian")]) == 0
+    assert main(["convert-marian", str(tmp_path / "marian"), str(tmp_path / "back")]) == 0
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        assert json.loads((tmp_path / "back" / name).read_text()) == json.loads((folder / name).read_text()), name
+    back = VaswaniForConditionalGeneration.from_pretrained(tmp_path / "back")
+    original = VaswaniForConditionalGeneration.from_pretrained(folder)
+    for field in ("vocab_size", "pad_token_id", "decoder_start_token_id", "bos_token_id", "eos_token_id"):
+        assert getattr(back.config, field) == getattr(original.config, field), field
+    assert (back.generation_config.decoder_start_token_id, back.generation_config.pad_token_id) == (1, 0)
+    reordered = to_concatenated_layout(original).state_dict()
+    assert all(torch.equal(back.state_dict()[name], tensor) for name, tensor in reordered.items())
+
+
+def test_a_re_saved_export_converts_as_the_marian_model_it_has_become(tmp_path, caplog):
+    """MarianMTModel.save_pretrained drops the decoder's position table that carries our start token: the copy
+    starts from the position encoding alone. convert-marian says so and converts that model, exactly."""
+    folder = export_marian(random_model(), tmp_path / "marian")
+    MarianMTModel.from_pretrained(folder).save_pretrained(tmp_path / "re-saved")
+    with caplog.at_level("WARNING", logger="hf_vaswani.marian.convert"):
+        back = convert_marian(tmp_path / "re-saved", tmp_path / "back")  # its logits check passes
+    assert "the weights no longer hold it" in caplog.text
+    config = VaswaniForConditionalGeneration.from_pretrained(back).config
+    assert config.vocab_size == 301 and config.decoder_start_token_id == config.pad_token_id == 300
 
 
 def test_export_marian_refuses_to_write_into_its_source(tmp_path, capsys):
@@ -275,9 +355,9 @@ def test_export_ctranslate2_overwrite_and_the_deprecated_force(tmp_path, capsys)
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def model_folder(path: Path, **overrides) -> Path:
+def model_folder(path: Path, seed: int = 3, **overrides) -> Path:
     """A tiny random model saved with the tiny tokenizer (300 pieces) and a beam-4 generation config."""
-    model = random_model(**overrides)
+    model = random_model(seed, **overrides)
     model.generation_config.update(num_beams=4, length_penalty=0.6, max_length=13, early_stopping=True)
     model.save_pretrained(path)
     tiny_tokenizer().save_pretrained(path)
@@ -333,6 +413,37 @@ def test_ctranslate2_export_keeps_every_piece_and_starts_from_bos(tmp_path):
     assert main(["export-ctranslate2", str(CHECKPOINT), str(out), "--quantization", "int8"]) == 2
     assert main(["export-ctranslate2", str(CHECKPOINT), str(out), "--quantization", "int8", "--force"]) == 0
     assert (out / "model.bin").stat().st_size < 10_000_000  # int8: a quarter of the float32 weights
+
+
+def test_ctranslate2_converts_the_marian_export_and_translates_as_it_does(tmp_path):
+    """CTranslate2's own converter (``ct2-transformers-converter``) takes the Marian export (OPUS-MT's layout: it
+    drops the appended <pad>, and starts from a zero embedding, which the stored position table completes into our
+    start token): greedy tokens and log-probabilities are the exported MarianMTModel's, and so ours."""
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    # CTranslate2's Marian loader reads one number of heads for both stacks (the encoder's): the same here.
+    folder = export_marian(model_folder(tmp_path / "model", seed=5, decoder_attention_heads=4), tmp_path / "marian")
+    converted = ctranslate2.converters.TransformersConverter(str(folder)).convert(str(tmp_path / "ct2"))
+    assert json.loads((tmp_path / "ct2" / "shared_vocabulary.json").read_text())[:2] == ["<vaswani_pad>", "<s>"]
+    translator = ctranslate2.Translator(converted, device="cpu", intra_threads=1)
+    marian = MarianMTModel.from_pretrained(folder).eval()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    sources = [f">>en<< {spanish}" for _, spanish in PAIRS[:8]]
+    batch = tokenizer(sources, return_tensors="pt", padding=True)
+    with torch.inference_mode():
+        greedy = tokens(marian.generate(**batch, num_beams=1, max_new_tokens=10))
+    assert len(set(map(tuple, greedy))) > 4, "the sources should lead to different outputs"
+    source_tokens = [tokenizer.convert_ids_to_tokens(ids) for ids in tokenizer(sources).input_ids]
+    results = translator.translate_batch(source_tokens, beam_size=1, max_decoding_length=10)
+    assert [tokenizer.convert_tokens_to_ids(result.hypotheses[0]) for result in results] == greedy
+
+    scored = translator.score_batch(source_tokens, [tokenizer.convert_ids_to_tokens(ids) for ids in greedy])
+    for row, (ids, result) in enumerate(zip(greedy, scored, strict=True)):
+        decoder_input_ids = torch.tensor([[marian.config.decoder_start_token_id, *ids]])
+        with torch.inference_mode():
+            source = {name: tensor[row : row + 1] for name, tensor in batch.items()}
+            logits = marian(**source, decoder_input_ids=decoder_input_ids).logits[0]
+        expected = logits.log_softmax(-1)[torch.arange(len(ids) + 1), torch.tensor([*ids, 2])]
+        assert torch.allclose(torch.tensor(result.log_probs), expected, atol=1e-4), row
 
 
 def test_export_ctranslate2_needs_a_tokenizer_and_the_fast_extra(tmp_path, capsys, monkeypatch):

@@ -47,6 +47,7 @@ def test_save_writes_remote_code_and_auto_map(tmp_path):
     assert config["model_type"] == "vaswani"
     assert config["auto_map"] == {
         "AutoConfig": "configuration_vaswani.VaswaniConfig",
+        "AutoModel": "modeling_vaswani.VaswaniModel",  # the bare encoder-decoder, for bertviz and the like
         "AutoModelForSeq2SeqLM": "modeling_vaswani.VaswaniForConditionalGeneration",
     }
     assert (folder / "configuration_vaswani.py").exists()

@@ -68,7 +68,9 @@ def test_saved_and_peft_merged_folders_keep_the_translation_pipeline(tmp_path):
     assert run_without_our_packages(SAVE_SCRIPT, *remote, env=env) == "saved"
     for folder in folders.values():
         assert (folder / "pipeline_vaswani.py").read_bytes() == (CHECKPOINT / "pipeline_vaswani.py").read_bytes()
-        assert "translation" in json.loads((folder / "config.json").read_text())["custom_pipelines"]
+        config = json.loads((folder / "config.json").read_text())
+        assert "translation" in config["custom_pipelines"]
+        assert config["auto_map"]["AutoModel"] == "modeling_vaswani.VaswaniModel"  # bertviz's entry stays too
     texts = run_without_our_packages(PIPELINE_SCRIPT, SENTENCE, *map(str, folders.values()), env=env)
     # LoRA's B matrices start at zero: the merged model is the shipped one, and so is its translation.
     assert texts == {str(folder): "The cat ate the mouse." for folder in folders.values()}
