@@ -5,9 +5,11 @@ This file finds that package whether it is installed (``pip install -e '.[demo]'
 repository (``python demo/app.py``: the repository root is put on ``sys.path``) or run in a Space (the
 ``hf_vaswani``, ``vaswani_inspect`` and ``vaswani_demo`` folders copied next to this file, see README.md).
 
-The model: ``$VASWANI_DEMO_MODEL`` (a folder or Hub id), else ``pretrained/vaswani-tatoeba-es-en`` in the current
-directory or the repository. Binds ``$GRADIO_SERVER_NAME`` (a Space sets 0.0.0.0), else 127.0.0.1, on
-``$GRADIO_SERVER_PORT``, else the first free port from 7860. ``python demo/app.py --help`` says so and exits.
+The model: ``$VASWANI_DEMO_MODEL`` (a folder or Hub id of any architecture the demo serves, or one model per direction
+separated by a space, ``es-en=Helsinki-NLP/opus-mt-es-en en-es=Helsinki-NLP/opus-mt-en-es``), else
+``pretrained/vaswani-tatoeba-es-en`` in the current directory or the repository. Binds ``$GRADIO_SERVER_NAME`` (a Space
+sets 0.0.0.0), else 127.0.0.1, on ``$GRADIO_SERVER_PORT``, else the first free port from 7860. ``python demo/app.py
+--help`` says so and exits.
 """
 
 from __future__ import annotations

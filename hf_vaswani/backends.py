@@ -6,6 +6,12 @@ on a CPU by default. The export is made once and kept in the user cache (``$HF_V
 files (``3f2a...-ctranslate2-int8/``), so that it is made again when they change. The model folder is only read: it
 may be read-only, shared or a Hub cache snapshot.
 
+A Marian (OPUS-MT) model is converted by CTranslate2's own `TransformersConverter`, cached the same way, and
+translated by `MarianCTranslate2Translator` (the demo serves OPUS-MT models through it); any other model type is
+refused with one sentence (`ctranslate2_model_type`). Only the models of `CTRANSLATE2_MODEL_TYPES` are exported.
+Long because it is one cache (fingerprint, staged export, stamp) and the two translators that read it, which share
+the decoding options that make CTranslate2 choose `generate()`'s tokens; the Marian translator is a short subclass.
+
     from hf_vaswani.backends import load_ctranslate2
 
     translator = load_ctranslate2("pretrained/vaswani-tatoeba-es-en")            # int8 on the CPU
@@ -27,7 +33,8 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +43,11 @@ from .paths import default_model_path, looks_like_local_path
 __all__ = [
     "BACKENDS",
     "BACKEND_CHOICES",
+    "CTRANSLATE2_MODEL_TYPES",
     "CTranslate2Translator",
+    "MarianCTranslate2Translator",
     "ctranslate2_available",
+    "ctranslate2_model_type",
     "default_quantization",
     "ensure_ctranslate2_export",
     "load_ctranslate2",
@@ -53,6 +63,10 @@ BACKEND_CHOICES = ("auto", "ctranslate2", "torch")
 
 #: Files whose content decides whether a cached export is still the model's.
 FINGERPRINTED = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+#: A Marian folder's tokenizer files, fingerprinted as well (its tokenizer is SentencePiece, not tokenizer.json).
+MARIAN_FINGERPRINTED = ("vocab.json", "source.spm", "target.spm")
+#: The ``model_type`` values CTranslate2 translates here: ours (our own exporter) and Marian (CTranslate2's).
+CTRANSLATE2_MODEL_TYPES = ("vaswani", "marian")
 #: Written into each cached export: what it was made from.
 STAMP = "hf_vaswani_export.json"
 #: Changes when the export itself changes, so that older cached exports are made again.
@@ -126,12 +140,33 @@ def ensure_ctranslate2_export(
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {', '.join(QUANTIZATIONS)}, got {quantization!r}.")
     folder = _model_folder(model)
-    fingerprint = _fingerprint(folder, quantization)
+    model_type = ctranslate2_model_type(folder)
+    fingerprint = _fingerprint(folder, quantization, model_type)
     target = _export_folder(folder, quantization, fingerprint, cache_dir)
     if _stamp(target).get("fingerprint") == fingerprint:
         return target
-    _export_into(folder, target, quantization, fingerprint)
+    exporter = _export_marian if model_type == "marian" else _export_vaswani
+    _export_into(folder, target, quantization, fingerprint, exporter)
     return target
+
+
+def ctranslate2_model_type(folder: str | os.PathLike[str]) -> str:
+    """The ``model_type`` of a model folder's config.json, one of `CTRANSLATE2_MODEL_TYPES`.
+
+    Raises:
+        ValueError: the folder holds another model type (or no readable config): one sentence saying which
+            models CTranslate2 translates here and that PyTorch translates the others.
+    """
+    try:
+        model_type = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        model_type = None
+    if model_type not in CTRANSLATE2_MODEL_TYPES:
+        raise ValueError(
+            f"CTranslate2 translates hf_vaswani and Marian (OPUS-MT) models here; {str(folder)!r} holds a "
+            f"{model_type or 'model of unknown type'} model: translate it with PyTorch (backend 'torch')."
+        )
+    return model_type
 
 
 def _model_folder(model: str | os.PathLike[str] | None) -> Path:
@@ -153,12 +188,15 @@ def _weight_files(folder: Path) -> list[Path]:
     return files
 
 
-def _fingerprint(folder: Path, quantization: str) -> str:
+def _fingerprint(folder: Path, quantization: str, model_type: str = "vaswani") -> str:
     """A hash of what the export is made from: the weights, config and tokenizer files, and the export settings."""
     import ctranslate2
 
-    digest = hashlib.sha256(f"{EXPORT_VERSION}|{quantization}|{ctranslate2.__version__}".encode())
-    files = _weight_files(folder) + [folder / name for name in FINGERPRINTED if (folder / name).is_file()]
+    # Our exports keep the hash they always had; another model type adds its name (another converter made it).
+    kind = "" if model_type == "vaswani" else f"{model_type}|"
+    digest = hashlib.sha256(f"{kind}{EXPORT_VERSION}|{quantization}|{ctranslate2.__version__}".encode())
+    names = FINGERPRINTED + (MARIAN_FINGERPRINTED if model_type == "marian" else ())
+    files = _weight_files(folder) + [folder / name for name in names if (folder / name).is_file()]
     for path in files:
         digest.update(path.name.encode() + b"\0")
         with path.open("rb") as handle:
@@ -186,14 +224,30 @@ def _stamp(target: Path) -> dict[str, Any]:
         return {}
 
 
-def _export_into(folder: Path, target: Path, quantization: str, fingerprint: str) -> None:
-    """Export into a fresh folder beside `target`, then swap it in: a reader never sees half an export."""
+def _export_vaswani(folder: Path, staging: Path, quantization: str) -> None:
     from .export.ctranslate2 import export_ctranslate2
 
+    export_ctranslate2(folder, staging, quantization=quantization, force=True)
+
+
+def _export_marian(folder: Path, staging: Path, quantization: str) -> None:
+    """CTranslate2's own converter: it drops the ``<pad>`` transformers appends to OPUS-MT vocabularies (the last
+    id, so the other ids are unchanged) and starts the decoder from a zero embedding, as Marian does."""
+    from ctranslate2.converters import TransformersConverter
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")
+        TransformersConverter(str(folder)).convert(str(staging), quantization=quantization, force=True)
+
+
+def _export_into(
+    folder: Path, target: Path, quantization: str, fingerprint: str, exporter: Callable[[Path, Path, str], None]
+) -> None:
+    """Export into a fresh folder beside `target`, then swap it in: a reader never sees half an export."""
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        export_ctranslate2(folder, staging, quantization=quantization, force=True)
+        exporter(folder, staging, quantization)
         stamp = {"fingerprint": fingerprint, "quantization": quantization, "source": str(folder.resolve())}
         (staging / STAMP).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
         if target.exists():
@@ -246,7 +300,9 @@ class CTranslate2Translator:
         self.quantization = quantization
         self.device = device
         self.config = AutoConfig.from_pretrained(model_folder)
-        self.tokenizer = AutoTokenizer.from_pretrained(model_folder)
+        with warnings.catch_warnings():  # MarianTokenizer's advice, which concerns its training-time normaliser
+            warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")
+            self.tokenizer = AutoTokenizer.from_pretrained(model_folder)
         try:
             self.generation_config = GenerationConfig.from_pretrained(model_folder)
         except OSError:
@@ -318,15 +374,21 @@ class CTranslate2Translator:
         max_new_tokens: int | None,
     ) -> list[list[str]]:
         """The source token strings (``>>lang<<`` ... ``</s>``), checked and cut as the PyTorch path does."""
-        from .source_checks import checked_sources, fitted_sources
+        from .source_checks import fitted_sources
 
         sentences = list(sentences)
         labels = list(labels) if labels is not None else [f"sentence {i}" for i in range(1, len(sentences) + 1)]
         settings = dict(num_beams=num_beams, batch_size=batch_size, max_new_tokens=max_new_tokens)
-        texts = checked_sources(self, self.tokenizer, sentences, direction, labels, **settings)
+        texts = self._checked_texts(sentences, direction, labels, **settings)
         _, limit = fitted_sources(self, self.tokenizer, texts, labels)
         ids = self.tokenizer(texts, truncation=True, max_length=limit, verbose=False)["input_ids"]
         return [self.tokenizer.convert_ids_to_tokens(row) for row in ids]
+
+    def _checked_texts(self, sentences: list[str], direction: str, labels: list[str], **settings: Any) -> list[str]:
+        """The texts to encode, once every input and setting is checked: each sentence after its language token."""
+        from .source_checks import checked_sources
+
+        return checked_sources(self, self.tokenizer, sentences, direction, labels, **settings)
 
     def _decoding_options(
         self, num_beams: int | None, max_new_tokens: int | None, length_penalty: float | None
@@ -360,6 +422,57 @@ class CTranslate2Translator:
         }
 
 
+class MarianCTranslate2Translator(CTranslate2Translator):
+    """A Marian (OPUS-MT) model converted by CTranslate2's `TransformersConverter`; `translate` and `translate_ids`
+    as `CTranslate2Translator`'s. A one-direction model translates its own direction whatever `direction` says (the
+    caller chose the model for it); a multilingual one (``>>es<<`` tokens in its vocabulary) gets the target's
+    token first, as OPUS-MT models ask."""
+
+    def _checked_texts(self, sentences: list[str], direction: str, labels: list[str], **settings: Any) -> list[str]:
+        """The texts to encode, once every input and setting is checked: each sentence, after the target's token
+        for a multilingual model."""
+        from .limits import check_generation_settings
+        from .source_checks import check_known_characters
+
+        if len(labels) != len(sentences):
+            raise ValueError(f"Got {len(labels)} labels for {len(sentences)} sentences.")
+        if not sentences:
+            raise ValueError("No sentence to translate: the input is empty.")
+        batch_size = settings["batch_size"]
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+        check_generation_settings(self, num_beams=settings["num_beams"], max_new_tokens=settings["max_new_tokens"])
+        for label, sentence in zip(labels, sentences, strict=True):
+            if not isinstance(sentence, str) or not sentence.strip():
+                raise ValueError(f"{label[:1].upper()}{label[1:]} is empty or not a text: nothing to translate.")
+        check_known_characters(self.tokenizer, sentences, labels)
+        token = self._target_token(direction)
+        return [f"{token} {sentence.strip()}" if token else sentence.strip() for sentence in sentences]
+
+    def _decoding_options(
+        self, num_beams: int | None, max_new_tokens: int | None, length_penalty: float | None
+    ) -> dict[str, Any]:
+        """`CTranslate2Translator`'s options; with ``forced_eos_token_id`` (OPUS-MT's generation configs),
+        `generate()` spends its last step on ``</s>``, so CTranslate2 decodes one token less."""
+        options = super()._decoding_options(num_beams, max_new_tokens, length_penalty)
+        if getattr(self.generation_config, "forced_eos_token_id", None) is not None:
+            options["max_decoding_length"] = max(1, options["max_decoding_length"] - 1)
+        return options
+
+    def _target_token(self, direction: str) -> str:
+        """``>>yy<<`` for a multilingual model asked for "xx-yy", "" for a one-direction model (no such tokens)."""
+        from .languages import LANGUAGE_TOKEN_PATTERN
+
+        known = sorted(token for token in self.tokenizer.get_vocab() if LANGUAGE_TOKEN_PATTERN.fullmatch(token))
+        if not known:
+            return ""
+        target = str(direction).rpartition("-")[2]
+        if f">>{target}<<" not in known:
+            shown = ", ".join(known[:12]) + (" ..." if len(known) > 12 else "")
+            raise ValueError(f"The model has no target-language token >>{target}<< for {direction!r}; it has {shown}.")
+        return f">>{target}<<"
+
+
 def load_ctranslate2(
     model: str | os.PathLike[str] | None = None,
     *,
@@ -369,7 +482,7 @@ def load_ctranslate2(
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> CTranslate2Translator:
     """A `CTranslate2Translator` for `model` (a folder or Hub id; `None`: the shipped checkpoint), exported on first
-    use (`ensure_ctranslate2_export`).
+    use (`ensure_ctranslate2_export`); a `MarianCTranslate2Translator` for a Marian (OPUS-MT) model.
 
     Args:
         quantization: the weight type; default `default_quantization(device)` (int8 on a CPU).
@@ -381,7 +494,8 @@ def load_ctranslate2(
     quantization = quantization or default_quantization(device)
     folder = _model_folder(model)
     export = ensure_ctranslate2_export(folder, quantization, cache_dir=cache_dir)
-    return CTranslate2Translator(folder, export, quantization, device=device, threads=threads)
+    kind = MarianCTranslate2Translator if ctranslate2_model_type(folder) == "marian" else CTranslate2Translator
+    return kind(folder, export, quantization, device=device, threads=threads)
 
 
 def translate_with_ctranslate2(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import gradio as gr
@@ -134,7 +135,7 @@ class DemoBlocks(gr.Blocks):
 
 
 def build_app(
-    model_path: str | os.PathLike[str] | None = None,
+    model_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
     *,
     backend: DemoBackend | None = None,
     device: str | None = None,
@@ -142,23 +143,26 @@ def build_app(
     max_queue: int = DEFAULT_MAX_QUEUE,
     translation_backend: str = "auto",
 ) -> DemoBlocks:
-    """Load the model and build the Gradio app (queue configured); `app.demo_backend` is the `DemoBackend`.
+    """Load the model(s) and build the Gradio app (queue configured); `app.demo_backend` is the `DemoBackend`.
 
     Args:
-        model_path: model folder or Hub id (default: ``$VASWANI_DEMO_MODEL``, else the shipped checkpoint).
+        model_path: a model folder or Hub id of any architecture `vaswani_inspect` reads, or several values, each
+            ``PATH`` or ``DIRECTION=PATH`` (one model per direction: `vaswani_demo.models`); default:
+            ``$VASWANI_DEMO_MODEL``, else the shipped checkpoint.
         backend: an already loaded `DemoBackend` (then `model_path` and `device` are ignored, and closing the app
             leaves it open: its owner closes it).
         device: torch device for the model (default: cuda if available, else cpu).
         concurrency_limit: translations run at the same time (`default_concurrency_limit` of the queue).
         max_queue: requests that may wait (`max_size` of the queue).
-        translation_backend: what chooses the translation (`hf_vaswani.backends.resolve_backend`: "auto" is
-            CTranslate2 on the CPU when the [fast] extra is installed, else "torch"); attention always comes from
-            the PyTorch model.
+        translation_backend: what chooses the translations (`vaswani_demo.models.translation_backend`: "auto" is
+            CTranslate2 on the CPU for the architectures it serves, ours and Marian, when the [fast] extra is
+            installed, else "torch"); attention always comes from the PyTorch model.
 
     Raises:
-        FileNotFoundError: the model folder does not exist, or no model was named and the shipped checkpoint is
+        FileNotFoundError: a model folder does not exist, or no model was named and the shipped checkpoint is
             missing.
-        ValueError: `device` is not a device of this machine, or the model cannot be loaded.
+        ValueError: `device` is not a device of this machine, a model cannot be loaded or served (its direction
+            unknown, two models for one direction), or "ctranslate2" was asked for a model it does not serve.
     """
     owned = None
     if backend is None:

@@ -1,7 +1,8 @@
-"""The demo's parts for one model, built together: `DemoBackend`.
+"""The demo's parts for its models, built together: `DemoBackend`.
 
-* `choices` (`vaswani_demo.choices.DemoChoices`): what the controls offer, read once from the model;
-* `runner` (`vaswani_demo.runner.ModelRunner`): runs the model, translations and translations with heads off;
+* `models` (`vaswani_demo.models.ServedModel`): the models served and the directions each serves;
+* `choices` (`vaswani_demo.choices.DemoChoices`): what the controls offer, read once from the models;
+* `runner` (`vaswani_demo.runner.ModelRunner`): runs the models, translations and translations with heads off;
 * `files` (`vaswani_demo.files.RecordFiles`): the attention records offered for download.
 
 What is drawn from a record is `vaswani_demo.drawing` (plain functions); what Gradio sees of all this is
@@ -11,27 +12,42 @@ What is drawn from a record is `vaswani_demo.drawing` (plain functions); what Gr
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from .choices import DemoChoices
 from .files import RecordFiles
-from .runner import ModelRunner, load_model
+from .models import ServedModel, load_served_models
+from .runner import ModelRunner
 
 __all__ = ["DemoBackend"]
 
 
 class DemoBackend:
-    """The demo without Gradio, for one model: its `choices`, the `runner` that runs it, the session's `files`.
+    """The demo without Gradio: its `models`, their `choices`, the `runner` that runs them, the session's `files`.
+
+    `DemoBackend(model, tokenizer, model_name, translator)` serves one loaded model in every direction of the demo
+    it offers; `DemoBackend(models=[...])` serves `ServedModel`s (`load` loads them).
 
     Attributes:
-        choices: what the controls offer and start at (`DemoChoices.from_model`).
+        models: the `ServedModel`s, the one serving the page's first direction first.
+        choices: what the controls offer and start at (`DemoChoices.from_models`).
         runner: translates (`ModelRunner.translate`, `run`) and switches heads off (`ModelRunner.ablate`).
         files: the attention records offered for download (`RecordFiles`), removed by `close`.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, model_name: str = "", translator: Any = None) -> None:
-        self.choices = DemoChoices.from_model(model, tokenizer, model_name)
-        self.runner = ModelRunner(model, tokenizer, self.choices, translator)
+    def __init__(
+        self,
+        model: Any = None,
+        tokenizer: Any = None,
+        model_name: str = "",
+        translator: Any = None,
+        *,
+        models: Sequence[ServedModel] = (),
+    ) -> None:
+        self.models = list(models) or [ServedModel.of(model, tokenizer, model_name, translator)]
+        self.choices = DemoChoices.from_models(self.models)
+        self.runner = ModelRunner(self.models, self.choices)
         # Import bertviz now, in this thread, rather than on the first requests in worker threads.
         import bertviz  # noqa: F401
 
@@ -39,16 +55,21 @@ class DemoBackend:
 
     @classmethod
     def load(
-        cls, model_path: str | os.PathLike[str] | None = None, *, device: str | None = None, backend: str = "auto"
+        cls,
+        model_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+        *,
+        device: str | None = None,
+        backend: str = "auto",
     ) -> DemoBackend:
-        """Load a model folder or Hub id (`vaswani_demo.runner.load_model`: default ``$VASWANI_DEMO_MODEL``, else
-        the shipped checkpoint) on `device`, translated by `backend` ("auto", "torch" or "ctranslate2").
+        """Load the ``--model`` values `model_path` (`vaswani_demo.models.load_served_models`: a folder or Hub id,
+        or several ``DIRECTION=PATH``; default ``$VASWANI_DEMO_MODEL``, else the shipped checkpoint) on `device`,
+        translated by `backend` ("auto", "torch" or "ctranslate2").
 
         Raises:
-            FileNotFoundError: when the folder does not exist (the message says how to pass one).
+            FileNotFoundError: when a folder does not exist (the message says how to pass one).
+            ValueError: a model that cannot be loaded or served, or a backend that does not serve it.
         """
-        model, tokenizer, name, translator = load_model(model_path, device=device, backend=backend)
-        return cls(model, tokenizer, model_name=name, translator=translator)
+        return cls(models=load_served_models(model_path, device=device, backend=backend))
 
     def close(self) -> None:
         """Remove the downloadable records; the runner translates on, without downloads."""

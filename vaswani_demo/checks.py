@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hf_vaswani.source_checks import MAX_UNKNOWN_SHARE, unknown_characters
-from hf_vaswani.tokenization import DIRECTIONS, direction_to_languages, source_with_language
 from vaswani_inspect.ablation import Head
 
 from .settings import KINDS, MAX_CHARS, MEAN, MODEL_ALIGNER, UNITS, VIEWS
-from .texts import Named, Refusal
+from .texts import Named, Offered, Refusal
 
 if TYPE_CHECKING:
     from .choices import DemoChoices
+    from .models import ServedModel
 
 __all__ = [
     "Note",
@@ -134,16 +134,18 @@ def head_choice(value: Any, heads: int) -> list[int] | str | None:
     raise Refusal("option.head", high=heads - 1, value=shown(value))
 
 
-def text_notes(tokenizer: Any, text: Any, direction: Any, max_tokens: int) -> list[Note]:
-    """Check a text and its direction; returns the notes to show with its translation, as (message key, fields).
+def text_notes(routes: Mapping[str, ServedModel], text: Any, direction: Any, max_tokens: int) -> list[Note]:
+    """Check a text and its direction against the models that serve each direction (`routes`); returns the notes
+    to show with its translation, as (message key, fields).
 
     Raises:
-        Refusal: no valid direction; not a string; empty or blank; longer than `MAX_CHARS` characters or
-            `max_tokens` tokens (language token and ``</s>`` included); mostly characters the tokenizer does not
-            know or of special tokens typed as text, ``<pad> <pad>`` (`hf_vaswani.source_checks.MAX_UNKNOWN_SHARE`).
+        Refusal: a direction no model serves; not a string; empty or blank; longer than `MAX_CHARS` characters or
+            `max_tokens` tokens as the direction's model reads it (language token, code or prefix and ``</s>``
+            included); mostly characters its tokenizer does not know or of special tokens typed as text,
+            ``<pad> <pad>`` (`hf_vaswani.source_checks.MAX_UNKNOWN_SHARE`).
     """
-    if not isinstance(direction, str) or direction not in DIRECTIONS:
-        raise Refusal("direction")
+    if not isinstance(direction, str) or direction not in routes:
+        raise Refusal("direction", offered=Offered("direction", tuple(routes)))
     if text is None or text == "":
         raise Refusal("text.empty")
     if not isinstance(text, str):
@@ -152,11 +154,11 @@ def text_notes(tokenizer: Any, text: Any, direction: Any, max_tokens: int) -> li
         raise Refusal("text.blank")
     if len(text) > MAX_CHARS:
         raise Refusal("text.chars", count=len(text), limit=MAX_CHARS)
-    _, target = direction_to_languages(direction)
-    n_tokens = len(tokenizer(source_with_language(text, target), verbose=False).input_ids)
+    served = routes[direction]
+    n_tokens = served.source_length(text, direction)
     if n_tokens > max_tokens:
         raise Refusal("text.tokens", count=n_tokens, limit=max_tokens)
-    found = unknown_characters(tokenizer, text)
+    found = unknown_characters(served.tokenizer, text)
     if not found.pieces:
         return []
     # Special tokens typed as text (<pad>, </s>) count as unknown in the shared rule; they are told apart here.
@@ -182,7 +184,7 @@ class TranslationRequest:
     """A translation's values, checked (`translation_request`): what `vaswani_demo.runner.ModelRunner.run` runs.
 
     Attributes:
-        text, direction: the sentence and its direction ("es-en" or "en-es").
+        text, direction: the sentence and its direction (one of `DemoChoices.directions`).
         num_beams, max_new_tokens: the decoding options (their defaults filled in).
         layer, heads: the word pairs' layer and head choices as `layer_choice` and `head_choice` read them (None:
             the model's configuration).
@@ -200,7 +202,7 @@ class TranslationRequest:
 
 def translation_request(
     choices: DemoChoices,
-    tokenizer: Any,
+    routes: Mapping[str, ServedModel],
     text: Any,
     direction: Any,
     num_beams: Any = None,
@@ -208,16 +210,16 @@ def translation_request(
     layer: Any = None,
     head: Any = None,
 ) -> TranslationRequest:
-    """Check every value of a translation (empty options: their defaults) against the model's `choices`: the
-    options first, then the text (`text_notes`); `Refusal` for the first one that is out of range, not among the
-    choices or not a text the model can read."""
+    """Check every value of a translation (empty options: their defaults) against the models' `choices`: the
+    options first, then the text against the model that serves its direction (`text_notes`, `routes`); `Refusal`
+    for the first one that is out of range, not among the choices or not a text the model can read."""
     beams = whole_number(num_beams, choices.default_beams, 1, choices.max_beams, "option.beams")
     new_tokens = whole_number(
         max_new_tokens, choices.default_max_new_tokens, 1, choices.max_new_tokens_limit, "option.new_tokens"
     )
     chosen_layer = layer_choice(layer, choices.decoder_layers)
     chosen_heads = head_choice(head, choices.decoder_heads)
-    notes = text_notes(tokenizer, text, direction, choices.max_tokens)
+    notes = text_notes(routes, text, direction, choices.max_tokens)
     return TranslationRequest(text, direction, beams, new_tokens, chosen_layer, chosen_heads, tuple(notes))
 
 

@@ -1,35 +1,40 @@
-"""What the demo's controls offer for one model, read once when the demo is built: `DemoChoices`.
+"""What the demo's controls offer for its models, read once when the demo is built: `DemoChoices`.
 
-The layer and head dropdowns, the beam and length sliders, the ablation panel's heads and the page's limits all come
-from the model's configuration (its decoder layers and heads, `config.alignment`, its generation config and position
-limit); the explanation methods offered from the libraries installed (the gradient methods need captum), and their
-measured faithfulness from the model folder's ``explanations.json`` (`vaswani_demo.measurements`).
-`DemoChoices.from_model` reads them once, the controls' labels in every language of the page included; the page
+The directions, the layer and head dropdowns, the beam and length sliders, the ablation panel's heads and the page's
+limits all come from the models served (`vaswani_demo.models.ServedModel`): the directions they serve, their
+attention heads (`vaswani_inspect.architectures.head_counts`, whatever the architecture), `config.alignment` (a
+model without a trained aligner starts at `vaswani_demo.readings.untrained_reading`), their generation configs and
+position limits (the strictest of several models, so that no control offers what one of them refuses); the
+explanation methods offered from the libraries installed (the gradient methods need captum), and their measured
+faithfulness from a single model's folder (``explanations.json``, `vaswani_demo.measurements`).
+`DemoChoices.from_models` reads them once, the controls' labels in every language of the page included; the page
 (`vaswani_demo.layout`) and the input rules (`vaswani_demo.checks`) read this frozen value and never go back to the
-model.
+models.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from hf_vaswani.limits import MAX_NUM_BEAMS, generation_limits
-from vaswani_inspect.ablation import head_counts
-from vaswani_inspect.alignment.config import DEFAULT_ALIGNMENT, model_aligner, model_alignment
+from vaswani_inspect.alignment.config import model_aligner, model_alignment
+from vaswani_inspect.architectures import head_counts
 from vaswani_inspect.attribution import METHODS
 from vaswani_inspect.attribution.gradients import GRADIENT_METHODS
 from vaswani_inspect.record import check_alignment
 
 from .figures import settings_text
 from .measurements import model_folder, read_measurements
+from .models import ServedModel
+from .readings import untrained_reading
 from .settings import HEAD_LABEL, MAX_BEAMS, MEAN, MODEL_ALIGNER
 from .texts import DEFAULT_LANGUAGE, LANGUAGES, message
 
-__all__ = ["DemoChoices", "head_value", "offered_methods"]
+__all__ = ["DemoChoices", "Serving", "head_value", "offered_methods"]
 
 #: The longest source a model without a position limit of its own is given, in tokens.
 _FALLBACK_MAX_TOKENS = 512
@@ -50,21 +55,41 @@ def head_value(heads: list[int] | str) -> str:
     return MEAN if heads == "all" else ",".join(str(head) for head in heads)
 
 
+class Serving(NamedTuple):
+    """Who serves one direction, as the page says it: the model's name, its architecture's and the backend that
+    chooses its translations ("ctranslate2" or "torch")."""
+
+    model_name: str
+    architecture: str
+    backend: str
+
+
+class _Limits(NamedTuple):
+    max_tokens: int
+    max_beams: int
+    max_new_tokens: int
+    default_beams: int
+    default_max_new_tokens: int
+
+
 @dataclass(frozen=True)
 class DemoChoices:
-    """What the controls offer and start at, read once from the model (`from_model`).
+    """What the controls offer and start at, read once from the models (`from_models`).
 
     Attributes:
-        model_name: shown in the page (the folder or Hub id).
-        max_tokens: the longest source, in tokens (language token and ``</s>`` included), the model reads.
-        decoder_layers, decoder_heads: what the layer and head choices offer.
-        alignment_config: the model's alignment configuration (`config.alignment`, else the mean of all layers and
-            heads, not shifted): what the layer, head and shift controls start from.
+        model_name: shown in the page (the folder or Hub id; several models' names joined by " + ").
+        directions: the directions served, the page's first one first.
+        serving: ``{direction: Serving}``: which model serves each direction, and how.
+        max_tokens: the longest source, in tokens (language token or prefix and ``</s>`` included), the models read.
+        decoder_layers, decoder_heads: what the layer and head choices offer (the cross-attention's).
+        alignment_config: where the layer, head and shift controls start: the models' `config.alignment`, or for
+            models without one, `vaswani_demo.readings.untrained_reading`.
+        aligner: "trained" (every model has the same `config.alignment`), "none" (no model has one) or "some".
         heads: ``{kind: (layers, heads per layer)}``, what the ablation panel offers.
         max_beams, max_new_tokens_limit: the largest beam size and translation length accepted: the demo's
-            `MAX_BEAMS`, the shared `MAX_NUM_BEAMS` and what the model can generate
+            `MAX_BEAMS`, the shared `MAX_NUM_BEAMS` and what every model can generate
             (`hf_vaswani.limits.generation_limits`).
-        default_beams, default_max_new_tokens: the decoding options' defaults (the model's generation config).
+        default_beams, default_max_new_tokens: the decoding options' defaults (the first model's generation config).
         layer_options, head_options: ``{language: ((label, value), ...)}`` of the layer and head controls
             (`layer_choices`, `head_choices`).
         defaults: the layer, head and shift controls' starting values (`default_choices`).
@@ -74,7 +99,7 @@ class DemoChoices:
         default_method: the method the selector starts at: the model's aligner when its ``config.alignment``
             names an offered one, else "attention".
         measurements: the model folder's ``explanations.json`` (`vaswani_demo.measurements.read_measurements`),
-            None for a model without one.
+            None for a model without one, or for several models (each file measures one).
     """
 
     model_name: str
@@ -95,50 +120,49 @@ class DemoChoices:
     missing_methods: tuple[str, ...] = ()
     default_method: str = "attention"
     measurements: Mapping[str, Any] | None = None
+    directions: tuple[str, ...] = ("es-en", "en-es")
+    serving: Mapping[str, Serving] = field(default_factory=lambda: MappingProxyType({}))
+    aligner: str = "trained"
 
     @classmethod
     def from_model(cls, model: Any, tokenizer: Any, model_name: str = "") -> DemoChoices:
-        """Read the choices of `model` (a Vaswani model, or any with its config's layer and head fields) and its
-        `tokenizer`; `model_name` defaults to the config's ``_name_or_path``."""
-        config = model.config
-        source_limits = [int(getattr(config, "max_position_embeddings", 0) or 0)]
-        tokenizer_limit = int(getattr(tokenizer, "model_max_length", 0) or 0)
-        if 0 < tokenizer_limit < 10**6:  # tokenizers without a limit report a huge sentinel
-            source_limits.append(tokenizer_limit)
-        positive = [limit for limit in source_limits if limit > 0]
-        max_tokens = min(positive) if positive else _FALLBACK_MAX_TOKENS
-        limits = generation_limits(model)
-        max_beams = max(1, min(MAX_BEAMS, MAX_NUM_BEAMS, limits.num_beams))
-        max_new_tokens_limit = max(1, min(limits.max_new_tokens, max_tokens - 1))
-        generation = getattr(model, "generation_config", None)
-        new_tokens = getattr(generation, "max_new_tokens", None)
-        if not new_tokens and getattr(generation, "max_length", None):
-            new_tokens = int(generation.max_length) - 1  # the decoder start token counts in max_length
-        # Checked against the model's layers and heads here, where it is read, as extract() does for records.
-        alignment = check_alignment(model_alignment(config)) or dict(DEFAULT_ALIGNMENT)
-        layers, heads = int(config.decoder_layers), int(config.decoder_attention_heads)
-        counts = head_counts(model)
+        """The choices of one loaded model serving every direction it offers (`from_models`)."""
+        return cls.from_models([ServedModel.of(model, tokenizer, model_name)])
+
+    @classmethod
+    def from_models(cls, models: Sequence[ServedModel]) -> DemoChoices:
+        """Read the choices of the `models` served (`vaswani_demo.models.load_served_models`: their heads agree)."""
+        first = models[0]
+        counts = head_counts(first.model)
+        layers, heads = counts["cross"]
+        alignment, aligner = _starting_reading(models, layers)
+        limits = _limits(models)
         methods, missing = offered_methods()
-        aligner = (model_aligner(config) or {}).get("method")
+        configured = (model_aligner(first.model.config) or {}).get("method") if aligner == "trained" else None
         return cls(
-            model_name=model_name or str(getattr(config, "_name_or_path", "") or type(model).__name__),
-            max_tokens=max_tokens,
+            model_name=" + ".join(served.name for served in models),
+            max_tokens=limits.max_tokens,
             decoder_layers=layers,
             decoder_heads=heads,
             alignment_config=MappingProxyType(alignment),
             heads=MappingProxyType(counts),
-            max_beams=max_beams,
-            max_new_tokens_limit=max_new_tokens_limit,
-            default_beams=max(1, min(max_beams, int(getattr(generation, "num_beams", None) or 1))),
-            default_max_new_tokens=max(1, min(int(new_tokens or 64), max_new_tokens_limit)),
+            max_beams=limits.max_beams,
+            max_new_tokens_limit=limits.max_new_tokens,
+            default_beams=limits.default_beams,
+            default_max_new_tokens=limits.default_max_new_tokens,
             layer_options=MappingProxyType({lang: _layer_options(layers, alignment, lang) for lang in LANGUAGES}),
             head_options=MappingProxyType({lang: _head_options(heads, alignment, lang) for lang in LANGUAGES}),
             defaults=MappingProxyType(_defaults(alignment)),
             ablation_labels=MappingProxyType({kind: _labels(*counted) for kind, counted in counts.items()}),
             methods=methods,
             missing_methods=missing,
-            default_method=aligner if aligner in methods else "attention",
-            measurements=read_measurements(model_folder(model)),
+            default_method=configured if configured in methods else "attention",
+            measurements=read_measurements(model_folder(first.model)) if len(models) == 1 else None,
+            directions=tuple(d for served in models for d in served.directions),
+            serving=MappingProxyType(
+                {d: Serving(s.name, s.architecture, s.backend) for s in models for d in s.directions}
+            ),
+            aligner=aligner,
         )
 
     def layer_choices(self, language: str = DEFAULT_LANGUAGE) -> list[tuple[str, str]]:
@@ -191,3 +215,47 @@ def _defaults(alignment: Mapping[str, Any]) -> dict[str, Any]:
 
 def _labels(layers: int, heads: int) -> tuple[str, ...]:
     return tuple(HEAD_LABEL.format(layer=layer, head=head) for layer in range(layers) for head in range(heads))
+
+
+def _starting_reading(models: Sequence[ServedModel], layers: int) -> tuple[dict[str, Any], str]:
+    """(where the alignment controls start, "trained", "none" or "some"): the models' shared `config.alignment`
+    (checked against their layers and heads here, where it is read, as extract() does for records), else the
+    reading for models without a trained aligner."""
+    readings = [check_alignment(model_alignment(served.model.config)) for served in models]
+    if readings[0] is not None and all(reading == readings[0] for reading in readings):
+        return dict(readings[0]), "trained"
+    return untrained_reading(layers), "none" if all(reading is None for reading in readings) else "some"
+
+
+def _model_limits(model: Any, tokenizer: Any) -> _Limits:
+    """One model's limits and decoding defaults (`DemoChoices` attributes of the same names)."""
+    config = model.config
+    source_limits = [int(getattr(config, "max_position_embeddings", 0) or 0)]
+    tokenizer_limit = int(getattr(tokenizer, "model_max_length", 0) or 0)
+    if 0 < tokenizer_limit < 10**6:  # tokenizers without a limit report a huge sentinel
+        source_limits.append(tokenizer_limit)
+    positive = [limit for limit in source_limits if limit > 0]
+    max_tokens = min(positive) if positive else _FALLBACK_MAX_TOKENS
+    limits = generation_limits(model)
+    max_beams = max(1, min(MAX_BEAMS, MAX_NUM_BEAMS, limits.num_beams))
+    max_new_tokens = max(1, min(limits.max_new_tokens, max_tokens - 1))
+    generation = getattr(model, "generation_config", None)
+    new_tokens = getattr(generation, "max_new_tokens", None)
+    if not new_tokens and getattr(generation, "max_length", None):
+        new_tokens = int(generation.max_length) - 1  # the decoder start token counts in max_length
+    beams = int(getattr(generation, "num_beams", None) or 1)
+    return _Limits(max_tokens, max_beams, max_new_tokens, beams, int(new_tokens or 64))
+
+
+def _limits(models: Sequence[ServedModel]) -> _Limits:
+    """The strictest limits of `models`, and the first one's decoding defaults within them."""
+    each = [_model_limits(served.model, served.tokenizer) for served in models]
+    max_beams = min(limits.max_beams for limits in each)
+    max_new_tokens = min(limits.max_new_tokens for limits in each)
+    return _Limits(
+        max_tokens=min(limits.max_tokens for limits in each),
+        max_beams=max_beams,
+        max_new_tokens=max_new_tokens,
+        default_beams=max(1, min(max_beams, each[0].default_beams)),
+        default_max_new_tokens=max(1, min(each[0].default_max_new_tokens, max_new_tokens)),
+    )

@@ -37,12 +37,12 @@ def _run_demo(args: argparse.Namespace) -> int:
     resolve_device(args.device)  # a device this machine lacks is one line, before Gradio or the model loads
 
     from .app import build_app, launch_app
-    from .runner import resolve_model_path
+    from .models import model_specs
 
-    model = resolve_model_path(args.model)
+    specs = model_specs(args.model)  # a malformed --model is one line, before any model loads
     try:
         app = build_app(
-            model,
+            args.model,
             device=args.device,
             concurrency_limit=args.concurrency_limit,
             max_queue=args.max_queue,
@@ -51,7 +51,8 @@ def _run_demo(args: argparse.Namespace) -> int:
     except FileNotFoundError:
         raise
     except OSError as error:  # e.g. a Hub id that is neither cached nor reachable (HF_HUB_OFFLINE=1)
-        raise ValueError(f"Could not load the model {model!r}: {error}") from error
+        named = " and ".join(repr(spec.path) for spec in specs)
+        raise ValueError(f"Could not load the model {named}: {error}") from error
     if args.host not in _LOCAL_HOSTS:
         print(f"hf-vaswani demo: serving on {args.host}: anyone who can reach this machine can use the demo.")
     try:
@@ -71,7 +72,14 @@ def add_parser(subparsers: Any) -> None:
         epilog="example: hf-vaswani demo --port 7860   (then open http://127.0.0.1:7860)",
     )
     parser.add_argument(
-        "--model", default=None, help=f"model folder or Hub id (default: ${MODEL_ENV}, else {DEFAULT_MODEL})"
+        "--model",
+        action="append",
+        default=None,
+        metavar="[DIRECTION=]PATH",
+        help="a model folder or Hub id: ours, Marian/OPUS-MT, NLLB/M2M100, mBART-50, BART or T5, serving the "
+        "directions es-en and en-es it offers; or one model per direction, repeated: --model es-en=PATH --model "
+        "en-es=PATH (a one-direction model whose folder does not say its direction needs DIRECTION=PATH; "
+        f"default: ${MODEL_ENV}, else {DEFAULT_MODEL})",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
     parser.add_argument("--port", type=_port, default=None, help="port (default: the first free one from 7860)")
@@ -81,9 +89,10 @@ def add_parser(subparsers: Any) -> None:
         "--backend",
         choices=BACKEND_CHOICES,
         default="auto",
-        help="what chooses the translation: ctranslate2 (the model exported once, cached next to it; several times "
-        "faster on CPUs), torch (generate()), or auto (default: ctranslate2 on the CPU when the [fast] extra is "
-        "installed); the attention always comes from the PyTorch model",
+        help="what chooses the translation: ctranslate2 (ours and Marian/OPUS-MT models, exported once and cached; "
+        "several times faster on CPUs), torch (generate(), every architecture), or auto (default: ctranslate2 on "
+        "the CPU where it serves the model and the [fast] extra is installed, else torch); the attention always "
+        "comes from the PyTorch model",
     )
     parser.add_argument(
         "--concurrency-limit",

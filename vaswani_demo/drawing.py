@@ -3,8 +3,9 @@ its aligned word pairs (`alignment`), the pairs alone (`word_pairs`), the aligne
 sentences (`alignment_links`) and bertviz's views in a sandboxed iframe (`view`). None of them runs the model.
 
 The layer, head and shift choices are the controls' values ("0", "mean", "1,3", "model"; left at None, the model's
-configuration that the record carries), checked against the record's own layers and heads; titles and axis labels
-are in the `language` given (`vaswani_demo.figures`).
+configuration that the record carries, or for a model without a trained aligner the demo's starting reading,
+`vaswani_demo.readings`), checked against the record's own layers and heads; titles and axis labels are in the
+`language` given (`vaswani_demo.figures`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from vaswani_inspect.views import head_view_html, model_view_html
 from .checks import head_choice, layer_choice
 from .embed import iframe_html, placeholder_html, view_height
 from .figures import label_figure
+from .readings import filled_reading
 from .settings import KINDS, MEAN, MODEL_ALIGNER
 from .texts import DEFAULT_LANGUAGE, Named, message, page_text
 
@@ -107,9 +109,13 @@ def pair_headers(language: str = DEFAULT_LANGUAGE) -> list[str]:
 
 def _settings(record: Any, layer: Any, head: Any, shift: bool | None) -> dict[str, Any]:
     """`vaswani_inspect.alignment.config.alignment_settings` for the controls' choices: the model's configuration
-    (averaged readings included) for the "model" layer choice, else the one reading chosen."""
-    chosen_layer = layer_choice(layer, record.num_layers("cross"))
+    (averaged readings included) for the "model" layer choice, else the one reading chosen; for a record of a model
+    without a trained aligner, what is not chosen is the demo's starting reading (`readings.filled_reading`)."""
+    layers = record.num_layers("cross")
+    chosen_layer = layer_choice(layer, layers)
     chosen_heads = head_choice(head, record.num_heads("cross"))
+    if record.alignment is None:
+        return alignment_settings(record, *filled_reading(layers, chosen_layer, chosen_heads, shift), [])
     if chosen_layer == MODEL_ALIGNER or (chosen_layer is None and chosen_heads is None and shift is None):
         return alignment_settings(record)
     return alignment_settings(record, chosen_layer, chosen_heads, shift, [])

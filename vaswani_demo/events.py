@@ -78,7 +78,7 @@ def translate_outputs(
     them."""
     try:
         request = translation_request(
-            backend.choices, backend.runner.tokenizer, text, direction, num_beams, max_new_tokens, layer, head
+            backend.choices, backend.runner.routes, text, direction, num_beams, max_new_tokens, layer, head
         )
     except Refusal as refusal:
         result = TranslationResult(status=refusal.told(language))
@@ -165,7 +165,7 @@ def translate_handler(backend: DemoBackend) -> Callable[..., tuple[Any, ...]]:
 
         Args:
             text: the sentence to translate (at most 500 characters and the model's token limit).
-            direction: "es-en" (Spanish to English) or "en-es" (English to Spanish).
+            direction: "es-en" (Spanish to English) or "en-es" (English to Spanish), among those the page serves.
             num_beams: beam size, 1 (greedy) to 8.
             max_new_tokens: longest translation, in tokens.
             layer: decoder layer the word pairs are read from: "model" (the model's aligner), "mean" or "0", "1", ...

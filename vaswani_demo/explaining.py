@@ -34,7 +34,7 @@ from .backend import DemoBackend
 from .checks import alignment_options, shown
 from .choices import DemoChoices
 from .measurements import faithfulness_sentence
-from .settings import SHARE_FALLBACK
+from .settings import MEASUREMENTS_FILE, SHARE_FALLBACK
 from .texts import DEFAULT_LANGUAGE, Named, Refusal, message
 
 __all__ = [
@@ -129,14 +129,18 @@ def explained_outputs(
 def method_note(choices: DemoChoices, method: Any, language: str = DEFAULT_LANGUAGE) -> str:
     """The sentences under the selector, in `language` (Markdown): what `method` reads, which controls do not
     apply to it, whether it runs the model, and how faithful it measured on this model
-    (`vaswani_demo.measurements.faithfulness_sentence`)."""
+    (`vaswani_demo.measurements.faithfulness_sentence`; for a page of several models, that it is not told)."""
     method = method if method in choices.methods else "attention"
     first = [f"**{Named('method', method).told(language)}**: {message(language, f'method.about.{method}')}"]
     if method != "attention":
         first.append(message(language, "method.controls"))
     if method in MODEL_METHODS:
         first.append(message(language, "method.runs"))
-    return " ".join(first) + "\n\n" + faithfulness_sentence(choices.measurements, method, language)
+    if len({serving.model_name for serving in choices.serving.values()}) > 1:  # each folder measures its own model
+        measured = message(language, "measured.several", method=Named("method", method), file=MEASUREMENTS_FILE)
+    else:
+        measured = faithfulness_sentence(choices.measurements, method, language)
+    return " ".join(first) + "\n\n" + measured
 
 
 def explanation_handlers(backend: DemoBackend) -> tuple[Callable[..., tuple[Any, ...]], Callable[..., str]]:

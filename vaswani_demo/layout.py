@@ -1,8 +1,11 @@
 """The demo page: Gradio components only, top to bottom; what they do is wired in `vaswani_demo.events`.
 
 Every text of the page is a key of the app's `gr.I18n` object (`page_i18n`): the browser shows it in its own
-language, Spanish or English (`vaswani_demo.texts`). What the controls offer and start at is the model's
-`vaswani_demo.choices.DemoChoices`, read once before the page is built. `build_layout(choices, i18n)` must be called
+language, Spanish or English (`vaswani_demo.texts`). What the controls offer and start at is the models'
+`vaswani_demo.choices.DemoChoices`, read once before the page is built: the direction switch offers the directions
+served (one direction: fixed, and its label says which), the course examples are those of these directions, a note
+under the title says which model and backend serve each direction, and one in the alignment section says when the
+models have no trained aligner. `build_layout(choices, i18n)` must be called
 inside a ``gr.Blocks`` context; the ``elem_id`` of each component is what the browser tests and the page style
 (`settings.APP_CSS`) select.
 """
@@ -20,30 +23,73 @@ from .choices import DemoChoices
 from .drawing import pair_headers
 from .embed import placeholder_html
 from .explaining import method_note
-from .settings import EXAMPLES, KINDS, MAX_CHARS, STATE_TTL_SECONDS, UNITS, VIEWS
-from .texts import DEFAULT_LANGUAGE, LANGUAGES, page_texts
+from .models import architecture_name
+from .settings import DIRECTIONS, EXAMPLES, KINDS, MAX_CHARS, STATE_TTL_SECONDS, UNITS, VIEWS
+from .texts import DEFAULT_LANGUAGE, LANGUAGES, Named, message, page_texts
 from .texts import choices as fixed_choices
 
-__all__ = ["DemoLayout", "build_layout", "page_i18n", "page_translations"]
+__all__ = ["DemoLayout", "aligner_note", "build_layout", "page_i18n", "page_translations", "served_note"]
 
 #: The controls whose choices `page_translations` names, with the values they offer.
-_CHOICE_CONTROLS = {"direction": ("es-en", "en-es"), "kind": KINDS, "view": VIEWS, "unit": UNITS, "method": METHODS}
+_CHOICE_CONTROLS = {"direction": DIRECTIONS, "kind": KINDS, "view": VIEWS, "unit": UNITS, "method": METHODS}
 
 
 def page_translations(choices: DemoChoices) -> dict[str, dict[str, str]]:
-    """Every text of the page, by language and key: `vaswani_demo.texts.PAGE` filled with the model's name and
-    limits, the labels of the controls' choices (``choice.CONTROL.VALUE``, the layer and head choices included),
-    and the note under the explanation method selector for the method it starts at (``method.note``)."""
+    """Every text of the page, by language and key: `vaswani_demo.texts.PAGE` filled with the models' names and
+    limits (``intro``: ours, or another model's), the labels of the controls' choices (``choice.CONTROL.VALUE``,
+    the layer and head choices included), the note under the explanation method selector for the method it starts
+    at (``method.note``), and the notes on who serves each direction (``served.note``), on a one-direction page's
+    switch (``direction.fixed``) and on models without a trained aligner (``aligner.note``)."""
     fields = {"model": choices.model_name, "max_chars": MAX_CHARS, "max_tokens": choices.max_tokens}
     translations = page_texts(fields)
+    ours = all(serving.architecture == "vaswani" for serving in choices.serving.values())
     for language in LANGUAGES:
         named = translations[language]
+        if not ours:
+            named["intro"] = named["intro.other"]
         for control in _CHOICE_CONTROLS:
             named.update({f"choice.{control}.{value}": label for label, value in fixed_choices(language, control)})
         named.update({f"choice.layer.{value}": label for label, value in choices.layer_options[language]})
         named.update({f"choice.head.{value}": label for label, value in choices.head_options[language]})
         named["method.note"] = method_note(choices, choices.default_method, language)
+        named["served.note"] = served_note(choices, language)
+        # Spanish writes language names in lower case inside a sentence.
+        only = Named("direction", choices.directions[0], lower=language == "es")
+        named["direction.fixed"] = message(language, "direction.only", direction=only)
+        named["aligner.note"] = aligner_note(choices, language)
     return translations
+
+
+def served_note(choices: DemoChoices, language: str = DEFAULT_LANGUAGE) -> str:
+    """Which model serves each direction, of which architecture, translated by which backend (Markdown, a line
+    per model), in `language`."""
+    lines = []
+    for name in dict.fromkeys(serving.model_name for serving in choices.serving.values()):
+        directions = [d for d, serving in choices.serving.items() if serving.model_name == name]
+        serving = choices.serving[directions[0]]
+        lines.append(
+            "- "
+            + message(
+                language,
+                "served.line",
+                directions=", ".join(Named("direction", d).told(language) for d in directions),
+                model=name,
+                architecture=architecture_name(serving.architecture),
+                backend=message(language, f"served.{serving.backend}"),
+            )
+        )
+    return "\n".join(lines)
+
+
+def aligner_note(choices: DemoChoices, language: str = DEFAULT_LANGUAGE) -> str:
+    """Where the alignment controls start when the models have no trained aligner, and why, in `language` (""
+    when they have one)."""
+    if choices.aligner == "trained":
+        return ""
+    several = len({serving.model_name for serving in choices.serving.values()}) > 1
+    which = "aligner.some" if choices.aligner == "some" else "aligner.several" if several else "aligner.one"
+    layer = choices.alignment_config["layer"]
+    return message(language, "aligner.start", which=message(language, which), layer=layer)
 
 
 def page_i18n(choices: DemoChoices) -> gr.I18n:
@@ -108,18 +154,21 @@ class DemoLayout:
 def build_layout(choices: DemoChoices, i18n: gr.I18n) -> DemoLayout:
     """Add the demo's components to the current ``gr.Blocks``, their texts keys of `i18n`, and return them."""
     gr.Markdown(i18n("intro"))
+    gr.Markdown(i18n("served.note"), elem_id="served")
     with gr.Row(equal_height=False):
         with gr.Column(scale=1):
             inputs = _translation_inputs(choices, i18n)
         with gr.Column(scale=1):
             outputs = _translation_outputs(i18n)
-    # Each label is the sentence and its direction code, the same in both languages.
+    # The course examples of the directions served; each label is the sentence and its direction code, the same in
+    # both languages.
+    served = [example for example in EXAMPLES if example[1] in choices.directions]
     examples = gr.Examples(
-        [list(example) for example in EXAMPLES],
+        [list(example) for example in served],
         inputs=[inputs["text"], inputs["direction"]],
         label=i18n("examples.label"),
         cache_examples=False,
-        example_labels=[f"{text}  ({direction.replace('-', '→')})" for text, direction in EXAMPLES],
+        example_labels=[f"{text}  ({direction.replace('-', '→')})" for text, direction in served],
     )
     alignment = _alignment_section(choices, i18n)
     ablation = _ablation_section(choices, i18n)
@@ -148,10 +197,12 @@ def _translation_inputs(choices: DemoChoices, i18n: gr.I18n) -> dict[str, gr.com
         max_lines=6,
         elem_id="source-text",
     )
+    fixed = len(choices.directions) == 1  # one direction served: shown, and said, but not a choice
     direction = gr.Radio(
-        _choices(i18n, "direction", _CHOICE_CONTROLS["direction"]),
-        value="es-en",
-        label=i18n("direction.label"),
+        _choices(i18n, "direction", choices.directions),
+        value=choices.directions[0],
+        label=i18n("direction.fixed" if fixed else "direction.label"),
+        interactive=not fixed,
         elem_id="direction",
     )
     with gr.Accordion(i18n("decoding.label"), open=False):
@@ -182,6 +233,7 @@ def _translation_outputs(i18n: gr.I18n) -> dict[str, gr.components.Component]:
 
 def _alignment_section(choices: DemoChoices, i18n: gr.I18n) -> dict[str, gr.components.Component]:
     gr.Markdown(i18n("alignment.intro"))
+    gr.Markdown(i18n("aligner.note"), visible=choices.aligner != "trained", elem_id="aligner-note")
     method = gr.Radio(
         _choices(i18n, "method", choices.methods),
         value=choices.default_method,

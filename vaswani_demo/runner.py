@@ -1,11 +1,13 @@
-"""The part of the demo that runs the model: load it, translate a checked request keeping every attention matrix
+"""The part of the demo that runs the models: translate a checked request keeping every attention matrix
 (`vaswani_inspect.extract.extract`), translate a record's sentence again with heads switched off, and explain a
 record's translation by an attribution method (`vaswani_inspect.attribution.attribute`).
 
-One `ModelRunner` serves every request: the model is shared by Gradio's worker threads, which `hf_vaswani`'s model
-supports, and the run counter is guarded by a lock. Ablations and the explanation methods that run the model work
-in a copy of it that only they use, one at a time (the copy's lock): translations served at the same time never
-see the switched-off heads, nor the hooks value zeroing puts on the cross-attention or the gradients' passes.
+One `ModelRunner` serves every request: each direction goes to the model that serves it (`ServedModel`, from
+`vaswani_demo.models`), records name theirs (`AttentionRecord.direction`). The models are shared by Gradio's worker
+threads, which transformers models support, and the run counter is guarded by a lock. Ablations and the explanation
+methods that run a model work in a copy of it that only they use, one at a time (the copies' lock): translations
+served at the same time never see the switched-off heads, nor the hooks value zeroing puts on the cross-attention or
+the gradients' passes.
 
 Every sentence for the user comes in the `language` a method is given (``"en"`` or ``"es"``, `vaswani_demo.texts`);
 the input rules are `vaswani_demo.checks`. Nothing here knows of Gradio.
@@ -15,17 +17,13 @@ from __future__ import annotations
 
 import copy
 import logging
-import os
 import threading
 import time
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from hf_vaswani import paths
-from hf_vaswani.inference import load_translator
 from hf_vaswani.source_checks import UnknownCharactersWarning
 from vaswani_inspect.ablation import ablate_heads
 from vaswani_inspect.attribution import MODEL_METHODS, attribute
@@ -33,7 +31,8 @@ from vaswani_inspect.extract import extract
 
 from .checks import TranslationRequest, heads_from_labels, text_notes, translation_request
 from .choices import DemoChoices
-from .settings import METHOD_OPTIONS, MODEL_ENV
+from .models import ServedModel
+from .settings import METHOD_OPTIONS
 from .texts import DEFAULT_LANGUAGE, Named, Refusal, decimal, message
 
 __all__ = [
@@ -42,56 +41,9 @@ __all__ = [
     "ModelRunner",
     "TranslationResult",
     "explanation_options",
-    "load_model",
-    "resolve_model_path",
 ]
 
 logger = logging.getLogger(__name__)
-
-
-def resolve_model_path(model_path: str | os.PathLike[str] | None = None) -> str:
-    """The model to load: `model_path`, else ``$VASWANI_DEMO_MODEL``, else the shipped checkpoint
-    (`hf_vaswani.paths.default_model_path`).
-
-    Raises:
-        FileNotFoundError: no model was named and the shipped checkpoint is missing. The default is never looked up
-            on the Hub, where ``pretrained/...`` would be taken for a repository id.
-    """
-    if model_path is not None and str(model_path):
-        return str(model_path)
-    if os.environ.get(MODEL_ENV):
-        return os.environ[MODEL_ENV]
-    try:
-        name = paths.default_model_path()
-    except FileNotFoundError as error:
-        raise FileNotFoundError(f"{error} The demo also takes a model folder or Hub id from ${MODEL_ENV}.") from error
-    if not (Path(name) / "config.json").is_file():
-        raise FileNotFoundError(
-            f"No trained checkpoint at {name}: pass --model with a model folder or Hub id, or set {MODEL_ENV}."
-        )
-    return name
-
-
-def load_model(
-    model_path: str | os.PathLike[str] | None = None, *, device: str | None = None, backend: str = "auto"
-) -> tuple[Any, Any, str, Any]:
-    """(model, tokenizer, name shown, CTranslate2 translator or None) of a model folder or Hub id (see
-    `resolve_model_path`) on `device` (default: cuda if available), with the translating `backend` of
-    `hf_vaswani.backends.resolve_backend` (auto: CTranslate2 on the CPU when the [fast] extra is installed).
-
-    Raises:
-        FileNotFoundError: when the folder does not exist (the message says how to pass one).
-    """
-    from hf_vaswani.backends import load_ctranslate2, resolve_backend
-
-    name = resolve_model_path(model_path)
-    model, tokenizer = load_translator(name, device=device)
-    translator = None
-    if resolve_backend(backend, device) == "ctranslate2":
-        translator = load_ctranslate2(name, device=device)
-    # A local folder is shown (and stored in the records) by its name only: no server paths in the page.
-    shown = Path(name).expanduser().name if Path(name).expanduser().is_dir() else name
-    return model, tokenizer, shown, translator
 
 
 @dataclass
@@ -129,29 +81,49 @@ class ExplanationResult:
 
 
 class ModelRunner:
-    """Runs the model: translations (`translate`, `run`), translations with heads off (`ablate`) and explanations
-    (`explain`).
+    """Runs the models: translations (`translate`, `run`), translations with heads off (`ablate`) and explanations
+    (`explain`), each by the model that serves its direction.
 
     Attributes:
-        model, tokenizer: the loaded model (eval mode) and its tokenizer.
-        translator: a CTranslate2 translator (`hf_vaswani.backends`) that chooses the output, or None (``generate``
-            does); the attention always comes from one teacher-forced pass of the PyTorch model over that output.
-        choices: what the model accepts (`DemoChoices`): the limits every request is checked against.
-        model_runs: how many times the model was run (translations, ablations, explanations by a method that runs
+        models: the `ServedModel`s, the one serving the page's first direction first.
+        routes: ``{direction: ServedModel}``.
+        choices: what the models accept (`DemoChoices`): the limits every request is checked against.
+        model_runs: how many times a model was run (translations, ablations, explanations by a method that runs
             it); redraws do not count.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, choices: DemoChoices, translator: Any = None) -> None:
-        self.model = model.eval()
-        self.tokenizer = tokenizer
-        self.translator = translator
+    def __init__(self, models: Sequence[ServedModel], choices: DemoChoices) -> None:
+        self.models = tuple(models)
+        for served in self.models:
+            served.model.eval()
+        self.routes = {direction: served for served in self.models for direction in served.directions}
         self.choices = choices
         self.model_runs = 0
         self._lock = threading.Lock()
-        # One ablated run or explanation at a time: they share one copy of the model.
+        # One ablated run or explanation at a time: they share the models' copies.
         self._ablation_lock = threading.Lock()
-        self._ablation_model: Any = None
-        self._last_explanation: Any = None  # what the copy last explained, for a request that waited on it
+        self._copies: dict[int, Any] = {}
+        self._last_explanation: Any = None  # what a copy last explained, for a request that waited on it
+
+    @property
+    def model(self) -> Any:
+        """The PyTorch model serving the page's first direction."""
+        return self.models[0].model
+
+    @property
+    def tokenizer(self) -> Any:
+        """Its tokenizer."""
+        return self.models[0].tokenizer
+
+    @property
+    def translator(self) -> Any:
+        """Its CTranslate2 translator (`hf_vaswani.backends`), or None: ``generate()`` chooses its translations (the
+        attention always comes from one teacher-forced pass of the PyTorch model over the output)."""
+        return self.models[0].translator
+
+    def served(self, direction: str | None) -> ServedModel:
+        """The model that serves `direction` (a record's); the first model for a direction none serves."""
+        return self.routes.get(direction or "", self.models[0])
 
     def _count_run(self) -> None:
         with self._lock:
@@ -163,7 +135,7 @@ class ModelRunner:
         """(a message explaining why `text` cannot be translated, or None; notes to show with the translation), in
         `language` (the rules: `vaswani_demo.checks.text_notes`)."""
         try:
-            notes = text_notes(self.tokenizer, text, direction, self.choices.max_tokens)
+            notes = text_notes(self.routes, text, direction, self.choices.max_tokens)
         except Refusal as refusal:
             return refusal.told(language), []
         return None, [message(language, key, **fields) for key, fields in notes]
@@ -183,7 +155,7 @@ class ModelRunner:
         `language`.
         """
         try:
-            request = translation_request(self.choices, self.tokenizer, text, direction, num_beams, max_new_tokens)
+            request = translation_request(self.choices, self.routes, text, direction, num_beams, max_new_tokens)
         except Refusal as refusal:
             return TranslationResult(status=refusal.told(language))
         return self.run(request, language=language)
@@ -207,21 +179,29 @@ class ModelRunner:
         return TranslationResult(record.target_text, status, record, True, notes)
 
     def _extract(self, text: str, direction: str, generate_kwargs: dict[str, Any]) -> Any:
-        """The attention record of `text` translated in `direction`: `generate` chooses the output, or CTranslate2
-        does and one teacher-forced pass records the attention over its choice."""
-        name = self.choices.model_name
-        if self.translator is None:
-            return extract(
-                self.model, self.tokenizer, text, direction=direction, generate_kwargs=generate_kwargs, model_name=name
-            )
+        """The attention record of `text` translated in `direction` by the model that serves it: `generate` chooses
+        the output, or CTranslate2 does and one teacher-forced pass records the attention over its choice."""
+        served = self.routes[direction]
+        if served.translator is None:
+            return self._extract_by(served, served.model, text, direction, generate_kwargs)
         with warnings.catch_warnings():
             # The status line already names the unknown characters (checks.text_notes), in the page's language.
             warnings.simplefilter("ignore", UnknownCharactersWarning)
-            ids = self.translator.translate_ids([text], direction, **generate_kwargs)[0]
-        output = self.tokenizer.decode(ids, skip_special_tokens=True).strip()
-        record = extract(self.model, self.tokenizer, text, output, direction=direction, model_name=name)
+            ids = served.translator.translate_ids([text], direction, **generate_kwargs)[0]
+        output = served.tokenizer.decode(ids, skip_special_tokens=True).strip()
+        with served.encoding(direction):
+            record = extract(served.model, served.tokenizer, text, output, direction=direction, model_name=served.name)
         record.generate_kwargs = {**generate_kwargs, "backend": "ctranslate2"}
         return record
+
+    @staticmethod
+    def _extract_by(served: ServedModel, model: Any, text: str, direction: str, settings: dict[str, Any]) -> Any:
+        """The record of `text` translated by `model` (`served`'s own, or its copy) with `generate` and the decoding
+        `settings`."""
+        with served.encoding(direction):
+            return extract(
+                model, served.tokenizer, text, direction=direction, generate_kwargs=settings, model_name=served.name
+            )
 
     def _status(self, record: Any, request: TranslationRequest, seconds: float, notes: list[str], language: str) -> str:
         """The status line of a translation: direction, time, settings, token counts, then `notes` (extended with
@@ -241,7 +221,8 @@ class ModelRunner:
         if not record.target_text:
             notes.append(message(language, "note.empty"))
         limit = request.max_new_tokens
-        if output_tokens >= limit and record.target_tokens[-1] != getattr(self.tokenizer, "eos_token", None):
+        eos = getattr(self.routes[request.direction].tokenizer, "eos_token", None)
+        if output_tokens >= limit and record.target_tokens[-1] != eos:
             notes.append(message(language, "note.cut", limit=limit))
         return " ".join([status, *notes])
 
@@ -266,13 +247,14 @@ class ModelRunner:
         if not heads:
             return AblationResult(status=message(language, "ablation.none"))
         started = time.perf_counter()
+        served = self.served(record.direction)
         try:
             with self._ablation_lock:
                 self._count_run()
-                model = self._ablation_copy()
-                settings, reference = self._pytorch_reference(model, record)
+                model = self.copy_of(served)
+                settings, reference = self._pytorch_reference(served, model, record)
                 with ablate_heads(model, heads):
-                    ablated = self._extract_with(model, record, settings)
+                    ablated = self._extract_by(served, model, record.source_text, record.direction, settings)
         except Exception as error:  # noqa: BLE001 - the user gets a sentence, the log gets the traceback
             logger.exception("The demo failed to translate %r with heads off", record.source_text)
             return AblationResult(status=message(language, "ablation.failed", error=type(error).__name__))
@@ -289,18 +271,7 @@ class ModelRunner:
             status += " " + message(language, "ablation.reference", reference=reference)
         return AblationResult(ablated.target_text, status, ablated, True, labels)
 
-    def _extract_with(self, model: Any, record: Any, settings: dict[str, Any]) -> Any:
-        """The record of `record`'s source translated by `model` (PyTorch) with the decoding `settings`."""
-        return extract(
-            model,
-            self.tokenizer,
-            record.source_text,
-            direction=record.direction,
-            generate_kwargs=settings,
-            model_name=self.choices.model_name,
-        )
-
-    def _pytorch_reference(self, model: Any, record: Any) -> tuple[dict[str, Any], str]:
+    def _pytorch_reference(self, served: ServedModel, model: Any, record: Any) -> tuple[dict[str, Any], str]:
         """(the record's decoding settings for `generate`, the PyTorch model's translation with every head on).
 
         Heads can only be switched off in the PyTorch model, so a translation that CTranslate2 chose (int8 by
@@ -309,14 +280,15 @@ class ModelRunner:
         settings = {key: value for key, value in record.generate_kwargs.items() if key != "backend"}
         if record.generate_kwargs.get("backend") != "ctranslate2":
             return settings, record.target_text
-        return settings, self._extract_with(model, record, settings).target_text
+        return settings, self._extract_by(served, model, record.source_text, record.direction, settings).target_text
 
-    def _ablation_copy(self) -> Any:
-        """The copy of the model that ablated runs switch heads off in and explanations run (made on first
-        use)."""
-        if self._ablation_model is None:
-            self._ablation_model = copy.deepcopy(self.model).eval()
-        return self._ablation_model
+    def copy_of(self, served: ServedModel) -> Any:
+        """The copy of `served`'s model that ablated runs switch heads off in and explanations run (made on first
+        use; a one-direction model's copy keeps the direction it was told)."""
+        index = self.models.index(served)
+        if index not in self._copies:
+            self._copies[index] = copy.deepcopy(served.model).eval()
+        return self._copies[index]
 
     # ------------------------------------------------------------------------------------------------ explaining
 
@@ -324,19 +296,19 @@ class ModelRunner:
         """Explain `record`'s translation (token level, from `translate`) by `method`, one of
         `vaswani_inspect.attribution.METHODS`, with the demo's options for it (`settings.METHOD_OPTIONS`).
 
-        The methods that run the model (`MODEL_METHODS`) run in the copy of the model, one at a time; the others
-        read the record's attention only. Never raises for a failure of the method: the result then has
-        `ok=False` and a sentence in `language` (a missing library named with how to install it; the log has the
-        traceback of anything else).
+        The methods that run the model (`MODEL_METHODS`) run in the copy of the model that serves the record's
+        direction, one at a time; the others read the record's attention only. Never raises for a failure of the
+        method: the result then has `ok=False` and a sentence in `language` (a missing library named with how to
+        install it; the log has the traceback of anything else).
         """
         started = time.perf_counter()
+        served = self.served(getattr(record, "direction", None))
         try:
             if method in MODEL_METHODS:
-                attribution = self._explain_with_the_copy(record, method)
+                attribution = self._explain_with_the_copy(served, record, method)
             else:
-                attribution = attribute(
-                    self.model, self.tokenizer, record, method=method, **explanation_options(method, self.model)
-                )
+                options = explanation_options(method, served.model)
+                attribution = attribute(served.model, served.tokenizer, record, method=method, **options)
         except ImportError as error:  # captum, the [explain] extra
             logger.warning("The demo cannot explain by %s: %s", method, error)
             return ExplanationResult(status=message(language, "explain.needs", method=Named("method", method)))
@@ -346,16 +318,17 @@ class ModelRunner:
             return ExplanationResult(status=told)
         return ExplanationResult(attribution, "", True, time.perf_counter() - started)
 
-    def _explain_with_the_copy(self, record: Any, method: str) -> Any:
-        """`method`'s attribution of `record`, computed in the copy of the model; a request for the one it has
-        just computed (another redraw of the same page that waited for it) gets that one."""
+    def _explain_with_the_copy(self, served: ServedModel, record: Any, method: str) -> Any:
+        """`method`'s attribution of `record`, computed in the copy of `served`'s model; a request for the one it
+        has just computed (another redraw of the same page that waited for it) gets that one."""
         with self._ablation_lock:
             last = self._last_explanation
             if last is not None and last.record is record and last.method == method:
                 return last
             self._count_run()
-            model = self._ablation_copy()
-            attribution = attribute(model, self.tokenizer, record, method=method, **explanation_options(method, model))
+            model = self.copy_of(served)
+            options = explanation_options(method, model)
+            attribution = attribute(model, served.tokenizer, record, method=method, **options)
             self._last_explanation = attribution
             return attribution
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 __all__ = [
     "APP_CSS",
+    "ARCHITECTURE_NAMES",
     "CACHE_PRUNE_SECONDS",
     "DEFAULT_CONCURRENCY_LIMIT",
     "DEFAULT_MAX_QUEUE",
+    "DIRECTIONS",
     "EXAMPLES",
     "FILE_TTL_SECONDS",
     "HEAD_LABEL",
@@ -40,8 +42,21 @@ MAX_BEAMS = 8
 DEFAULT_CONCURRENCY_LIMIT = 2
 #: Requests that may wait in the queue; beyond that Gradio answers "queue full".
 DEFAULT_MAX_QUEUE = 64
-#: Environment variable naming the model folder or Hub id when none is passed (used by the Space).
+#: Environment variable naming the model folder or Hub id when none is passed (used by the Space); several models,
+#: one per direction, are separated by spaces (``es-en=A en-es=B``).
 MODEL_ENV = "VASWANI_DEMO_MODEL"
+#: The directions the demo translates (its texts, examples and course are Spanish <-> English); a model serves those
+#: of them it offers (`vaswani_demo.models`).
+DIRECTIONS = ("es-en", "en-es")
+#: How the page names each architecture of `vaswani_inspect.architectures.ARCHITECTURES` (another: its own name).
+ARCHITECTURE_NAMES = {
+    "vaswani": "hf_vaswani",
+    "marian": "Marian / OPUS-MT",
+    "m2m100": "M2M100 / NLLB",
+    "mbart": "mBART",
+    "bart": "BART",
+    "t5": "T5",
+}
 #: A downloaded attention record file is deleted after this many seconds, both the demo's own copy and the copy
 #: Gradio serves from its cache.
 FILE_TTL_SECONDS = 3600

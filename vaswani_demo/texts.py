@@ -29,6 +29,7 @@ __all__ = [
     "MESSAGES",
     "PAGE",
     "Named",
+    "Offered",
     "Refusal",
     "choices",
     "decimal",
@@ -52,6 +53,12 @@ PAGE: dict[str, dict[str, str]] = {
             "A Transformer (Vaswani et al., 2017) written from scratch as a Hugging Face transformers model, trained "
             "on Tatoeba Spanish ↔ English sentence pairs. Translate a sentence, then look at what its attention "
             "heads did. Model: `{model}`. Limits: {max_chars} characters and {max_tokens} tokens per input."
+        ),
+        "intro.other": (
+            "# Attention Is All You Need: translate and inspect\n"
+            "The attention toolkit of a Transformer written from scratch (Vaswani et al., 2017), here on another "
+            "translation model: `{model}`. Translate a sentence, then look at what its attention heads did. Limits: "
+            "{max_chars} characters and {max_tokens} tokens per input."
         ),
         "text.label": "Text to translate",
         "text.placeholder": "Type a sentence in Spanish or English…",
@@ -125,6 +132,12 @@ PAGE: dict[str, dict[str, str]] = {
             "entrenado con pares de oraciones español ↔ inglés de Tatoeba. Traduce una oración y mira qué hicieron "
             "sus cabezas de atención. Modelo: `{model}`. Límites: {max_chars} caracteres y {max_tokens} tokens por "
             "entrada."
+        ),
+        "intro.other": (
+            "# Attention Is All You Need: traducir e inspeccionar\n"
+            "Las herramientas de atención de un Transformer escrito desde cero (Vaswani et al., 2017), aquí con "
+            "otro modelo de traducción: `{model}`. Traduce una oración y mira qué hicieron sus cabezas de atención. "
+            "Límites: {max_chars} caracteres y {max_tokens} tokens por entrada."
         ),
         "text.label": "Texto que traducir",
         "text.placeholder": "Escribe una oración en español o en inglés…",
@@ -265,7 +278,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "pairs.source": "source word",
         "pairs.weight": "weight",
         # refused input
-        "direction": "Choose a translation direction: Spanish → English (es-en) or English → Spanish (en-es).",
+        "direction": "Choose a translation direction: {offered}.",
         "text.type": "The text must be a string, got {kind}.",
         "text.empty": "The text box is empty: type a sentence to translate.",
         "text.blank": "The text is only blank space: type a sentence to translate.",
@@ -274,8 +287,8 @@ MESSAGES: dict[str, dict[str, str]] = {
             "two). Please shorten it."
         ),
         "text.tokens": (
-            "The text is {count} tokens long, but the model reads at most {limit} tokens (language token and end of "
-            "sentence included). Please shorten it."
+            "The text is {count} tokens long, but the model reads at most {limit} tokens (its language token, code or "
+            "prefix and the end of sentence included). Please shorten it."
         ),
         "text.unknown": (
             "The model does not know any of these characters ({shown}), and they make up most of the text: it would "
@@ -387,6 +400,23 @@ MESSAGES: dict[str, dict[str, str]] = {
         ),
         "method.runs": "It runs the model once per translation; the other controls redraw without running it again.",
         "measured.none": "{method} was not measured for this model: its folder has no {file}.",
+        "measured.several": (
+            "{method} is not measured here: this page serves several models, and each folder's {file} measures its own."
+        ),
+        # who serves each direction, the direction switch of a one-direction page, a model without an aligner
+        "served.line": "{directions}: `{model}` ({architecture}), translated with {backend}.",
+        "served.ctranslate2": "CTranslate2 (the attention shown comes from one PyTorch pass over its translation)",
+        "served.torch": "PyTorch (generate())",
+        "direction.only": "Direction: this page translates {direction} only",
+        "or": "or",
+        "aligner.one": "This model has no trained aligner (`config.alignment`)",
+        "aligner.several": "These models have no trained aligner (`config.alignment`)",
+        "aligner.some": "Not every model here has a trained aligner (`config.alignment`)",
+        "aligner.start": (
+            "{which}: the layer, head and shift controls start at decoder layer {layer} (counted from 0), the "
+            "penultimate one, its heads averaged, not shifted: where a Transformer trained without alignment "
+            "supervision usually aligns best (Garg et al. 2019). Try the other layers and heads."
+        ),
         "measured.unlisted": "{method} was not measured for this model: its {file} does not list it.",
         "measured.on": "Measured on {pairs} test pairs each way",
         "measured.on.unknown": "Measured on this model's test pairs",
@@ -433,7 +463,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "pairs.target": "palabra destino",
         "pairs.source": "palabra fuente",
         "pairs.weight": "peso",
-        "direction": "Elige una dirección de traducción: español → inglés (es-en) o inglés → español (en-es).",
+        "direction": "Elige una dirección de traducción: {offered}.",
         "text.type": "El texto debe ser una cadena de caracteres; se recibió {kind}.",
         "text.empty": "El cuadro de texto está vacío: escribe una oración para traducirla.",
         "text.blank": "El texto solo tiene espacios en blanco: escribe una oración para traducirla.",
@@ -442,8 +472,8 @@ MESSAGES: dict[str, dict[str, str]] = {
             "oraciones). Acórtalo, por favor."
         ),
         "text.tokens": (
-            "El texto tiene {count} tokens, pero el modelo lee como máximo {limit} tokens (contando el token de "
-            "idioma y el de fin de oración). Acórtalo, por favor."
+            "El texto tiene {count} tokens, pero el modelo lee como máximo {limit} tokens (contando su token, código "
+            "o prefijo de idioma y el de fin de oración). Acórtalo, por favor."
         ),
         "text.unknown": (
             "El modelo no conoce ninguno de estos caracteres ({shown}), y son la mayor parte del texto: los leería "
@@ -559,6 +589,25 @@ MESSAGES: dict[str, dict[str, str]] = {
             "Ejecuta el modelo una vez por traducción; los demás controles vuelven a dibujar sin ejecutarlo de nuevo."
         ),
         "measured.none": "{method} no se midió para este modelo: su carpeta no tiene {file}.",
+        "measured.several": (
+            "{method} no se mide aquí: esta página sirve varios modelos y el {file} de cada carpeta mide el suyo."
+        ),
+        "served.line": "{directions}: `{model}` ({architecture}), traducido con {backend}.",
+        "served.ctranslate2": (
+            "CTranslate2 (la atención que se muestra sale de una pasada de PyTorch sobre su traducción)"
+        ),
+        "served.torch": "PyTorch (generate())",
+        "direction.only": "Dirección: esta página solo traduce {direction}",
+        "or": "o",
+        "aligner.one": "Este modelo no tiene un alineador entrenado (`config.alignment`)",
+        "aligner.several": "Estos modelos no tienen un alineador entrenado (`config.alignment`)",
+        "aligner.some": "No todos los modelos de esta página tienen un alineador entrenado (`config.alignment`)",
+        "aligner.start": (
+            "{which}: los controles de capa, cabeza y desplazamiento empiezan en la capa {layer} del decoder "
+            "(contando desde 0), la penúltima, con sus cabezas promediadas y sin desplazamiento: donde un Transformer "
+            "entrenado sin supervisión de alineamiento suele alinear mejor (Garg et al. 2019). Prueba las demás "
+            "capas y cabezas."
+        ),
         "measured.unlisted": "{method} no se midió para este modelo: su {file} no lo incluye.",
         "measured.on": "Medido en {pairs} pares de prueba en cada dirección",
         "measured.on.unknown": "Medido en los pares de prueba de este modelo",
@@ -597,6 +646,21 @@ class Named:
         return label[:1].lower() + label[1:] if self.lower else label
 
 
+class Offered:
+    """A control's values as one field of a message, "Spanish → English (es-en) or English → Spanish (en-es)": each
+    label in the message's language (in lower case in Spanish, which writes language names so), with its value."""
+
+    def __init__(self, control: str, values: tuple[str, ...]) -> None:
+        self.control, self.values = control, values
+
+    def told(self, language: str) -> str:
+        lower = _supported(language) == "es"
+        labels = [f"{Named(self.control, value, lower=lower).told(language)} ({value})" for value in self.values]
+        if len(labels) < 2:
+            return "".join(labels)
+        return f"{', '.join(labels[:-1])} {MESSAGES[_supported(language)]['or']} {labels[-1]}"
+
+
 class Refusal(ValueError):
     """Bad input, as a message key and its fields, so that it can be told in the language of the request
     (`message`); ``str(error)`` is the English message."""
@@ -618,7 +682,9 @@ def _supported(language: Any) -> str:
 def message(language: str, key: str, **fields: Any) -> str:
     """The run-time message `key` in `language` (English for a language the demo does not speak), its fields
     filled in (a `Named` field with its label in that language)."""
-    told = {name: value.told(language) if isinstance(value, Named) else value for name, value in fields.items()}
+    told = {
+        name: value.told(language) if isinstance(value, (Named, Offered)) else value for name, value in fields.items()
+    }
     return MESSAGES[_supported(language)][key].format(**told)
 
 

@@ -123,7 +123,9 @@ def test_cli_registers_demo_with_one_line():
     args = cli.build_parser().parse_args(["demo"])
     assert (args.host, args.port, args.share, args.model) == ("127.0.0.1", None, False, None)
     args = cli.build_parser().parse_args(["demo", "--model", "m", "--port", "8000", "--share"])
-    assert (args.model, args.port, args.share) == ("m", 8000, True)
+    assert (args.model, args.port, args.share) == (["m"], 8000, True)
+    args = cli.build_parser().parse_args(["demo", "--model", "es-en=a", "--model", "en-es=b"])
+    assert args.model == ["es-en=a", "en-es=b"]
 
 
 def test_cli_missing_model_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

@@ -252,7 +252,7 @@ def test_explanations_run_in_the_copy_and_a_waiting_request_gets_the_first_ones(
     assert first.ok and second.attribution is first.attribution and backend.runner.model_runs == runs + 1
     assert backend.runner.explain(record, "rollout").ok and backend.runner.model_runs == runs + 1  # reads the record
     # Value zeroing's hooks go on the copy, never on the model that serves translations meanwhile.
-    assert models["value_zeroing"] is backend.runner._ablation_model is not backend.runner.model
+    assert models["value_zeroing"] is backend.runner.copy_of(backend.runner.models[0]) is not backend.runner.model
     assert models["rollout"] is backend.runner.model
 
 

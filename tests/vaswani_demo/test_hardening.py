@@ -258,11 +258,11 @@ def test_no_record_folder_outlives_the_process(model_path: str, tmp_path: Path):
         import os
         os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
         from vaswani_demo import build_app
-        closed = build_app({model_path!r})
+        closed = build_app({model_path!r}, translation_backend="torch")  # (no CTranslate2 export to make)
         record = closed.demo_backend.runner.translate("el gato negro", "es-en", 1, 8).record
         assert closed.demo_backend.files.save(record)
         closed.close()
-        left_open = build_app({model_path!r})
+        left_open = build_app({model_path!r}, translation_backend="torch")
         assert left_open.demo_backend.files.save(record)
         print(sorted(os.listdir({str(temporary)!r})))
         """
