@@ -253,12 +253,17 @@ def resolve_direction(model: Any, tokenizer: Any, direction: str) -> Direction:
 @contextlib.contextmanager
 def source_language_settings(tokenizer: Any, direction: Direction | None) -> Iterator[Any]:
     """Inside: the tokenizer encodes sources as `direction` asks (``src_lang`` set); restored on the way out."""
-    settings = direction.tokenizer_settings if direction is not None else {}
+    with _tokenizer_set(tokenizer, direction.tokenizer_settings if direction is not None else {}):
+        yield tokenizer
+
+
+@contextlib.contextmanager
+def _tokenizer_set(tokenizer: Any, settings: dict[str, Any]) -> Iterator[None]:
     saved = {name: getattr(tokenizer, name) for name in settings}
     try:
         for name, value in settings.items():
             setattr(tokenizer, name, value)
-        yield tokenizer
+        yield
     finally:
         for name, value in saved.items():
             setattr(tokenizer, name, value)
@@ -299,11 +304,5 @@ def target_language_settings(tokenizer: Any, direction: Direction) -> Iterator[A
     settings = dict(direction.tokenizer_settings)
     if direction.scheme == "language_codes" and hasattr(tokenizer, "tgt_lang"):
         settings["tgt_lang"] = direction.target
-    saved = {name: getattr(tokenizer, name) for name in settings}
-    try:
-        for name, value in settings.items():
-            setattr(tokenizer, name, value)
+    with _tokenizer_set(tokenizer, settings):
         yield tokenizer
-    finally:
-        for name, value in saved.items():
-            setattr(tokenizer, name, value)
