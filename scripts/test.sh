@@ -13,4 +13,6 @@ fi
 . "${VENV:-.venv}/bin/activate"
 ruff check .
 ruff format --check .
-python -m pytest -q "$@"
+# Two workers (the machine's two cores), each test file on one worker so its module fixtures are built once:
+# 742 s instead of 1160 s for the whole suite on a 2-core machine. PYTEST_WORKERS=0 runs in one process.
+python -m pytest -q -n "${PYTEST_WORKERS:-2}" --dist loadfile "$@"
