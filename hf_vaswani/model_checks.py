@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from .languages import LANGUAGE_TOKENS
+from .languages import LANGUAGE_TOKEN_PATTERN, LANGUAGE_TOKENS
 
 __all__ = ["BrokenModelError", "check_model", "model_problems", "reports_silenced"]
 
@@ -106,7 +106,8 @@ def token_id_problems(model: Any) -> list[str]:
 
 def tokenizer_problems(model: Any, tokenizer: Any) -> list[str]:
     """A tokenizer that is not this model's: a vocabulary of another size, special tokens at other ids, or no
-    single token for a language the model translates into."""
+    single token for a language the model translates into (unless the tokenizer is of one direction, as that of a
+    model converted from a one-direction OPUS-MT model)."""
     config = model.config
     found = []
     size = len(tokenizer)
@@ -116,12 +117,22 @@ def tokenizer_problems(model: Any, tokenizer: Any) -> list[str]:
         expected, actual = getattr(config, field, None), getattr(tokenizer, field, None)
         if expected is not None and actual != expected:
             found.append(f"the tokenizer's {field} is {actual!r} and the model's {expected!r}")
+    if _one_direction(tokenizer):
+        return found  # (a model converted from a one-direction OPUS-MT model: its tokenizer names no target)
     unknown = getattr(tokenizer, "unk_token_id", None)
     for token in LANGUAGE_TOKENS.values():
         token_id = tokenizer.convert_tokens_to_ids(token)
         if token_id is None or token_id == unknown or not 0 <= token_id < config.vocab_size:
             found.append(f"the tokenizer has no token {token}")
     return found
+
+
+def _one_direction(tokenizer: Any) -> bool:
+    """A tokenizer of one direction, as OPUS-MT's Marian tokenizers are: it says its source and target languages
+    and has no target-language tokens (``>>xx<<``)."""
+    says = all(isinstance(getattr(tokenizer, name, None), str) for name in ("source_lang", "target_lang"))
+    vocabulary = tokenizer.get_vocab() if says and hasattr(tokenizer, "get_vocab") else {}
+    return says and not any(LANGUAGE_TOKEN_PATTERN.fullmatch(token) for token in vocabulary)
 
 
 def _tied_names(model: Any) -> set[str]:

@@ -235,3 +235,23 @@ def test_the_python_example_of_the_documentation_runs(tiny_architecture_folders,
         warnings.simplefilter("ignore")
         exec(compile(example, "docs/other_models.md", "exec"), {"__name__": "docs"})
     assert (tmp_path / "alignment.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_our_model_converted_from_a_one_direction_opus_mt_model_loads_and_keeps_its_direction(
+    tiny_architecture_folders, tmp_path
+):
+    import contextlib
+    import io
+
+    from hf_vaswani.marian import convert_marian
+    from vaswani_inspect import load_model_and_tokenizer
+
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        convert_marian(str(tiny_architecture_folders["marian"]), tmp_path / "converted")
+        model, tokenizer = load_model_and_tokenizer(tmp_path / "converted")  # its tokenizer has no >>xx<< tokens
+        record = extract(model, tokenizer, SOURCE, TARGET, direction="es-en")
+    assert model.config.model_type == "vaswani" and scheme_of(model, tokenizer) == "one_direction"
+    assert source_words(record) == SOURCE_WORDS and target_words(record) == TARGET_WORDS
+    with pytest.raises(ValueError, match="translates es-en only"):
+        extract(model, tokenizer, TARGET, direction="en-es")
