@@ -152,6 +152,14 @@ def architecture_of(model: Any) -> Architecture:
         UnsupportedModelError: `model` is not an encoder-decoder model, or its attention modules are not where
             any known layout puts them (the message names what was not found).
     """
+    entry = _entry(model)
+    _find_modules(model, entry)  # a known type with another layout (a future version) says what is missing
+    return entry
+
+
+def _entry(model: Any) -> Architecture:
+    """The entry `model` is of, by its ``config.model_type``, without walking its modules (`architecture_of`
+    checks that they are where the entry says)."""
     config = getattr(model, "config", None)
     if config is None or not getattr(config, "is_encoder_decoder", False):
         raise UnsupportedModelError(
@@ -161,11 +169,8 @@ def architecture_of(model: Any) -> Architecture:
     model_type = _model_type(model)
     for entry in ARCHITECTURES.values():
         if model_type in entry.model_types:
-            _find_modules(model, entry)  # a known type with another layout (a future version) says what is missing
             return entry
-    generic = Architecture(model_type or type(model).__name__, (model_type,))
-    _find_modules(model, generic)
-    return generic
+    return Architecture(model_type or type(model).__name__, (model_type,))
 
 
 def _attribute(root: Any, path: str) -> Any:
@@ -215,12 +220,12 @@ def attention_modules(model: Any) -> dict[str, list[torch.nn.Module]]:
     Raises:
         UnsupportedModelError: see `architecture_of`.
     """
-    return _find_modules(model, architecture_of(model))
+    return _find_modules(model, _entry(model))
 
 
 def head_size(model: Any, module: torch.nn.Module) -> tuple[int, int]:
     """(number of heads, size of each head) of one attention module of `model`."""
-    entry = architecture_of(model)
+    entry = _entry(model)
     heads = int(getattr(module, entry.heads))
     size = getattr(module, entry.head_dim, None)
     if size is None:
@@ -235,7 +240,7 @@ def head_counts(model: Any) -> dict[str, tuple[int, int]]:
 
 def projections(model: Any, module: torch.nn.Module) -> Projections:
     """The query, key, value and output projections of one attention module of `model`."""
-    return Projections(*(getattr(module, name) for name in architecture_of(model).projections))
+    return Projections(*(getattr(module, name) for name in _entry(model).projections))
 
 
 def ensure_attention_weights(model: Any) -> None:
@@ -275,7 +280,7 @@ def position_limit(config: Any) -> int | None:
 
 def output_logits(model: Any, states: torch.Tensor) -> torch.Tensor:
     """The logits over the vocabulary from decoder last hidden states (..., d), as the model's forward makes them."""
-    scale = architecture_of(model).output_scale(model.config)
+    scale = _entry(model).output_scale(model.config)
     logits = model.get_output_embeddings()(states * scale if scale != 1.0 else states)
     bias = getattr(model, "final_logits_bias", None)
     if isinstance(bias, torch.Tensor):
