@@ -10,12 +10,15 @@ describe each head (`head_statistics`) and write it all to a folder (`write_repo
 explanation; to see what a head does for the output, switch it off (`ablate_heads`) and measure every head's
 importance on sentence pairs (`head_importance`). Which source words made the model write each target word, by
 attention, norms, gradients or value zeroing side by side: `attribute` (an `Attribution`; see
-`vaswani_inspect.attribution`).
+`vaswani_inspect.attribution`). The decoder step by step, greedy or beam search, with each step's candidates,
+attention rows and the beam search tree: `trace_decoding` (a `DecodingTrace`), drawn by `plot_step` and
+`plot_beam_tree`.
 
 Those are the names this package exports; the rest is in its modules, one concept each: `record`, `extract`,
 `words`, `alignment` (links, gold files, AER, search, configuration), `heads`, `views`, `plots`, `report`,
-`ablation`, `importance` (and its report), `compare` (our heads against a pretrained BERT's), `training_curves`,
-`commands` (the command line) and `testing` (tiny stand-ins for tests).
+`ablation`, `importance` (and its report), `steps` (the decoding trace), `step_plots` (its figures), `compare` (our
+heads against a pretrained BERT's), `training_curves`, `commands` (the command line) and `testing` (tiny stand-ins
+for tests).
 
 Command line: the ``inspect``, ``align-eval``, ``compare-bert`` and ``head-importance`` subcommands of ``hf-vaswani``
 (`vaswani_inspect.commands`), also run as ``python -m vaswani_inspect``::
@@ -38,6 +41,8 @@ try:
     from .plots import plot_alignment, plot_alignment_links, plot_heatmap, plot_layer_grid
     from .record import AttentionRecord
     from .report import write_report
+    from .step_plots import plot_beam_tree, plot_step
+    from .steps import DecodingStep, DecodingTrace, trace_decoding
     from .views import head_view_html, model_view_html, save_html
     from .words import to_words
 except ModuleNotFoundError as error:
@@ -48,6 +53,8 @@ except ModuleNotFoundError as error:
 __all__ = [
     "AttentionRecord",
     "Attribution",
+    "DecodingStep",
+    "DecodingTrace",
     "ablate_heads",
     "align",
     "alignment_matrix",
@@ -61,12 +68,15 @@ __all__ = [
     "model_view_html",
     "plot_alignment",
     "plot_alignment_links",
+    "plot_beam_tree",
     "plot_heatmap",
     "plot_layer_grid",
+    "plot_step",
     "save_html",
     "search_alignments",
     "source_words",
     "target_words",
     "to_words",
+    "trace_decoding",
     "write_report",
 ]

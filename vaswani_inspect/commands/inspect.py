@@ -53,12 +53,29 @@ def _add_inspect(subparsers: Any) -> argparse.ArgumentParser:
         "--target", type=utf8_text, help="inspect this reference translation instead of generating one"
     )
     inspect.add_argument(
-        "--num-beams", type=beam_size, default=1, help="beam size for generation, at most 64 (default: 1, greedy)"
+        "--num-beams",
+        type=beam_size,
+        default=None,
+        help="beam size for generation, at most 64; 1 is greedy (default: the model's generation_config, as in the "
+        "demo: 4 for the shipped model, with its length_penalty and no_repeat_ngram_size)",
     )
     inspect.add_argument(
         "--max-new-tokens",
         type=positive_int,
-        help="longest translation to generate, in tokens: at most the model's max_position_embeddings - 1",
+        help="longest translation to generate, in tokens: at most the model's max_position_embeddings - 1 "
+        "(default: the model's generation_config, as in the demo)",
+    )
+    inspect.add_argument(
+        "--steps",
+        action="store_true",
+        help="also write the decoding step by step: steps.json (every step's candidates, attention rows and the "
+        "beam search tree) and its figures under steps/ (the tree and one figure per step, SVG and PNG)",
+    )
+    inspect.add_argument(
+        "--steps-language",
+        choices=("en", "es"),
+        default="en",
+        help="language of the --steps figures' labels (default: en)",
     )
     inspect.add_argument(
         "--truncate",
@@ -104,12 +121,10 @@ def run_inspect(args: argparse.Namespace) -> int:
     plan.check()  # before the model is loaded
     model, tokenizer = load_model(args)
     command_direction(args, model, tokenizer)
-    check_generation_settings(model, num_beams=args.num_beams, max_new_tokens=args.max_new_tokens)
+    generate_kwargs = _decoding_settings(args, model)
+    check_generation_settings(model, **generate_kwargs)
     _check_alignment_choice(model, args.alignment_layer, args.alignment_heads)
     check_known_characters(tokenizer, list(args.text), labels)  # the rule of translate and the demo
-    generate_kwargs: dict[str, Any] = {"num_beams": args.num_beams}
-    if args.max_new_tokens is not None:
-        generate_kwargs["max_new_tokens"] = args.max_new_tokens
     records = extract(
         model,
         tokenizer,
@@ -120,12 +135,15 @@ def run_inspect(args: argparse.Namespace) -> int:
         truncation=args.truncate,
         model_name=model_name(args, model),
     )
+    traces = [_trace(args, model, tokenizer, text, generate_kwargs) for text in args.text] if args.steps else None
     summaries = []
     with plan.writing() as staged:  # every report is published together, or none
         folder = staged(out)
         for i, record in enumerate(records):
             sub = Path() if len(records) == 1 else Path(f"{i:02d}")
             written = _write_inspect_report(args, record, folder / sub)
+            if traces is not None:
+                written.update(_write_steps(traces[i], folder / sub, args.steps_language))
             pharaoh = written["pharaoh"].read_text(encoding="utf-8").strip() or "(none)"
             summaries.append((record, pharaoh, Path(args.out) / sub / "index.html", len(written)))
     for record, pharaoh, index, files in summaries:
@@ -135,6 +153,32 @@ def run_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _decoding_settings(args: argparse.Namespace, model: Any) -> dict[str, Any]:
+    """``generate()`` settings: the model's generation_config defaults as the demo takes them
+    (`vaswani_inspect.steps.generation_defaults`), then ``--num-beams`` and ``--max-new-tokens``."""
+    from ..steps import generation_defaults
+
+    settings = generation_defaults(model)
+    if args.num_beams is not None:
+        settings["num_beams"] = args.num_beams
+    if args.max_new_tokens is not None:
+        settings["max_new_tokens"] = args.max_new_tokens
+    return settings
+
+
+def _trace(args: argparse.Namespace, model: Any, tokenizer: Any, text: str, settings: dict[str, Any]) -> Any:
+    """The decoding trace of one sentence, with the settings the report's translation used."""
+    from ..steps import trace_decoding
+
+    return trace_decoding(model, tokenizer, text, args.direction, **settings)
+
+
+def _write_steps(trace: Any, folder: Path, language: str) -> dict[str, Path]:
+    from ..step_plots import write_steps
+
+    return write_steps(trace, folder, language=language)
+
+
 def _check_inspect_arguments(args: argparse.Namespace) -> None:
     """The checks ``translate`` makes too: the direction's form, the device, the texts (none empty, no language
     token written in them). Whether the model translates the direction is checked once it is loaded."""
@@ -142,6 +186,8 @@ def _check_inspect_arguments(args: argparse.Namespace) -> None:
     check_direction(args)
     if args.target is not None and len(args.text) != 1:
         raise ValueError("--target goes with exactly one source sentence.")
+    if args.target is not None and args.steps:
+        raise ValueError("--steps traces the model's own decoding: it does not go with --target.")
     check_source_texts(list(args.text))
     if args.target is not None and not args.target.strip():
         raise ValueError("--target is empty or whitespace only: there is nothing to inspect.")
