@@ -1,7 +1,7 @@
 """Which view explains a translation? Every attribution method measured on the same test pairs, both directions:
 plausibility (AER against eflomal), faithfulness (deletion: comprehensiveness and sufficiency) and cost.
 
-    python benchmarks/bench_explanations.py                       # 40 test pairs a direction (all 7 methods)
+    python benchmarks/bench_explanations.py                       # 40 test pairs a direction (every method of METHODS)
     python benchmarks/bench_explanations.py --test-pairs 200 --validation-pairs 50 --work /tmp/explanations
 
 **Pairs.** The project's held-out splits as the training run makes them (`prepare_splits` of

@@ -6,8 +6,10 @@ the translation.
 (`vaswani_demo.drawing`). Any other method draws its `Attribution` (`vaswani_demo.attribution_drawing`): the word
 heatmap, the lines and the word pairs come from its matrix, the layer, head and shift choices do not apply (the note
 under the selector says so), and the subword heatmap stays the cross-attention's. The bar shows the chosen method's
-source share when it measures one (`SHARE_METHODS`), else rollout's (`settings.SHARE_FALLBACK`, read off the
-record's attention in milliseconds), and its title names the method it comes from.
+source share when it measures one (`SHARE_METHODS`), else ALTI+'s (`settings.SHARE_FALLBACK`), and its title
+names the method it comes from (`share_method`). Rollout's share is never drawn: it is a constant of the method
+(1 - 0.5 ** decoder layers for every word, `settings.SHARE_CONSTANT_METHODS`), so for rollout the bar is ALTI+'s
+too, titled as measured by another method.
 
 Each (translation, method) is computed once (`ModelRunner.explain`) and kept in the page session's cache (a dict
 ``{method: Attribution}`` in a ``gr.State``, valid while its attributions explain the session's record), so that
@@ -34,7 +36,7 @@ from .backend import DemoBackend
 from .checks import alignment_options, shown
 from .choices import DemoChoices
 from .measurements import faithfulness_sentence
-from .settings import MEASUREMENTS_FILE, SHARE_FALLBACK
+from .settings import MEASUREMENTS_FILE, SHARE_CONSTANT_METHODS, SHARE_FALLBACK
 from .texts import DEFAULT_LANGUAGE, Named, Refusal, message
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "explained_outputs",
     "method_choice",
     "method_note",
+    "share_method",
 ]
 
 logger = logging.getLogger(__name__)
@@ -64,6 +67,14 @@ def method_choice(value: Any, offered: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in offered:
         raise Refusal("option.method", methods=", ".join(offered), value=shown(value))
     return value
+
+
+def share_method(method: str) -> str:
+    """The method whose source-vs-prefix share the page draws when `method` is chosen: `method` itself when it
+    measures one (`SHARE_METHODS`, rollout's constant excepted), else `SHARE_FALLBACK` (ALTI+)."""
+    if method in SHARE_METHODS and method not in SHARE_CONSTANT_METHODS:
+        return method
+    return SHARE_FALLBACK
 
 
 def cached_explanations(cache: Any, record: Any) -> Explanations:
@@ -111,8 +122,9 @@ def explained_outputs(
     method = method_choice(method, backend.choices.methods)
     shift, skip, unit = options["shift"], options["skip_punctuation"], options["unit"]
     cache = cached_explanations(cache, record)
-    share_method = method if method in SHARE_METHODS else SHARE_FALLBACK
-    share = share_figure(_explanation(backend, record, share_method, cache, language), method, language)
+    share = None  # an empty translation has no word whose share could be drawn
+    if len(record.target_tokens) > 1:
+        share = share_figure(_explanation(backend, record, share_method(method), cache, language), method, language)
     if method == "attention":
         figure, pairs = drawing.alignment(record, layer, head, unit, shift, skip, language)
         return figure, drawing.alignment_links(record, layer, head, shift, skip, language), pairs, share, cache

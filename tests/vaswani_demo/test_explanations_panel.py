@@ -27,14 +27,20 @@ pytest.importorskip("gradio")
 import vaswani_demo.choices as choices_module  # noqa: E402
 import vaswani_demo.runner as runner_module  # noqa: E402
 from hf_vaswani.inference import load_translator  # noqa: E402
-from tests.vaswani_demo.browser import ARTIFACTS, demo_page  # noqa: E402
+from tests.vaswani_demo.browser import ARTIFACTS, demo_page, open_accordion, show  # noqa: E402
 from tests.vaswani_demo.test_demo import CHROMIUM  # noqa: E402
 from vaswani_demo import DemoBackend, build_app, drawing  # noqa: E402
 from vaswani_demo.choices import DemoChoices  # noqa: E402
-from vaswani_demo.explaining import explained_outputs, explanation_handlers, method_choice, method_note  # noqa: E402
+from vaswani_demo.explaining import (  # noqa: E402
+    explained_outputs,
+    explanation_handlers,
+    method_choice,
+    method_note,
+    share_method,
+)
 from vaswani_demo.layout import page_translations  # noqa: E402
 from vaswani_demo.measurements import faithfulness_sentence, read_measurements  # noqa: E402
-from vaswani_demo.settings import MEASUREMENTS_FILE, SHARE_FALLBACK  # noqa: E402
+from vaswani_demo.settings import MEASUREMENTS_FILE, SHARE_CONSTANT_METHODS, SHARE_FALLBACK  # noqa: E402
 from vaswani_demo.testing import shipped_checkpoint, write_tiny_model  # noqa: E402
 from vaswani_demo.texts import CHOICES, LANGUAGES, MESSAGES, PAGE, Refusal, decimal  # noqa: E402
 from vaswani_inspect.attribution import METHODS, MODEL_METHODS, SHARE_METHODS, attribute, attribution_links  # noqa: E402
@@ -161,15 +167,16 @@ def test_every_method_draws_its_own_matrix(backend, record):
         figure, lines, pairs, share, cache = explained_outputs(
             backend, record, cache, method, unit="words", skip_punctuation=False
         )
-        share_method = method if method in SHARE_METHODS else SHARE_FALLBACK
-        assert set(cache) >= {share_method} | ({method} - {"attention"})
+        drawn = share_method(method)
+        assert drawn == (method if method in SHARE_METHODS and method != "rollout" else SHARE_FALLBACK)
+        assert set(cache) >= {drawn} | ({method} - {"attention"})
         share_title = share.axes[0].get_title()
-        assert f"({_lowered(share_method)}" in share_title and (share_method != method) == ("chosen" in share_title)
+        assert f"({_lowered(drawn)}" in share_title and (drawn != method) == ("chosen" in share_title)
         heights = [bar.get_height() for bar in share.axes[0].patches]
-        assert np.allclose(heights[: len(heights) // 2], np.nan_to_num(cache[share_method].source_share))
+        assert np.allclose(heights[: len(heights) // 2], np.nan_to_num(cache[drawn].source_share))
         if method == "attention":  # the section as it was: the attention reading of the controls
             assert pairs == drawing.word_pairs(record, skip_punctuation=False)
-            assert figure.axes[0].get_title().startswith("cross-attention alignment")
+            assert figure.axes[0].get_title().startswith("Which source word each translated word looks at")
             continue
         explained = cache[method]
         direct = attribute(model, tokenizer, record, method=method, **runner_module.explanation_options(method, model))
@@ -185,7 +192,7 @@ def test_every_method_draws_its_own_matrix(backend, record):
         assert _drawn_lines(lines) == len(links) and _lowered(method) in lines.axes[0].get_title()
     # The subword heatmap stays the cross-attention's, whatever the method.
     tokens, _, _, _, _ = explained_outputs(backend, record, cache, "value_zeroing", unit="tokens")
-    assert tokens.axes[0].get_title().startswith("cross-attention")
+    assert tokens.axes[0].get_title().startswith("Attention of each decoder step over the source pieces")
 
 
 @pytest.mark.parametrize("method", ["attention_norm", "rollout", "value_zeroing", "saliency"])
@@ -197,10 +204,32 @@ def test_skip_punctuation_applies_to_every_method(backend, record, method: str):
     assert _drawn_lines(lines) == len(skipped)
 
 
+def test_rollouts_constant_share_is_never_drawn(backend, record):
+    """Rollout's share is 1 - 0.5 ** decoder layers for every word: its bar is ALTI+'s, which varies from word to
+    word and from sentence to sentence."""
+    model, tokenizer = backend.runner.model, backend.runner.tokenizer
+    rollout = attribute(model, tokenizer, record, method="rollout").source_share
+    assert np.allclose(rollout[~np.isnan(rollout)], 1 - 0.5**model.config.decoder_layers)
+    assert "rollout" in SHARE_CONSTANT_METHODS and share_method("rollout") == SHARE_FALLBACK == "alti_plus"
+    heights = {}
+    for text in ("el gato negro duerme en la casa", "la casa roja"):
+        shown = backend.runner.translate(text, "es-en", 1, 12).record
+        _, _, _, share, cache = explained_outputs(backend, shown, None, "rollout")
+        assert "the chosen method does not measure it" in share.axes[0].get_title()
+        bars = np.array([bar.get_height() for bar in share.axes[0].patches])[: len(share.axes[0].patches) // 2]
+        np.testing.assert_allclose(bars, np.nan_to_num(cache["alti_plus"].source_share))
+        assert np.ptp(bars) > 0.01  # not one value for every word
+        heights[text] = bars
+    assert not np.allclose(heights["la casa roja"].mean(), heights["el gato negro duerme en la casa"].mean())
+
+
 def test_titles_follow_the_language(backend, record):
     figure, lines, pairs, share, _ = explained_outputs(backend, record, None, "value_zeroing", language="es")
     assert figure.axes[0].get_title() == f"{_label('value_zeroing', 'es')}: palabras fuente por palabra destino"
-    assert (figure.axes[0].get_xlabel(), figure.axes[0].get_ylabel()) == ("palabras fuente", "palabras destino")
+    assert (figure.axes[0].get_xlabel(), figure.axes[0].get_ylabel()) == (
+        "palabras de la fuente",
+        "palabras traducidas",
+    )
     assert lines.axes[0].get_title() == f"palabras alineadas, {_lowered('value_zeroing', 'es')}"
     assert "el método elegido no lo mide" in share.axes[0].get_title()
     assert [t.get_text() for t in share.axes[0].get_legend().get_texts()] == ["fuente", "prefijo destino"]
@@ -228,7 +257,8 @@ def test_each_translation_and_method_is_computed_once(backend, monkeypatch: pyte
     assert asked == ["saliency"] and backend.runner.model_runs == runs + 1  # its own bar too
     *_, cache = alignment(record, cache, "value_zeroing", "mean", "mean", "words", False, True)
     *_, cache = alignment(record, cache, "saliency", "mean", "mean", "words", False, True)
-    assert asked == ["saliency", "rollout", "value_zeroing"] and backend.runner.model_runs == runs + 2
+    # Value zeroing's bar is ALTI+'s (a model run of its own), computed before value zeroing.
+    assert asked == ["saliency", SHARE_FALLBACK, "value_zeroing"] and backend.runner.model_runs == runs + 3
     # A new translation starts afresh, whatever cache the page sends.
     again = backend.runner.translate("el gato negro", "es-en", 1, 8).record
     alignment(again, cache, "saliency", "mean", "mean", "words", False, True)
@@ -375,6 +405,8 @@ def test_the_shipped_checkpoints_measurements_are_told():
 def test_browser_clicks_through_every_method(backend):
     with demo_page(backend) as (page, expect):
         source = page.locator("#source-text textarea")
+        show(page, "translate", "about.label")  # the method's note
+        open_accordion(page, "more.label")  # the source-share bar
         note = page.locator("#method-note")
         expect(note).to_contain_text(_label("attention"), timeout=60_000)
         source.fill("el gato negro")
@@ -385,18 +417,18 @@ def test_browser_clicks_through_every_method(backend):
         for shown in (plot, links, bar):
             expect(shown).to_be_visible(timeout=60_000)
         runs = backend.runner.model_runs
-        bar_shows = (SHARE_FALLBACK, False)  # the bar's method, and whether it is the chosen one's own
+        bar_shows = (SHARE_FALLBACK, False)  # the bar's method, and whether it is the chosen one's own (ALTI+'s)
         for method in METHODS[1:]:
             before = {name: shown.get_attribute("src") for name, shown in (("plot", plot), ("links", links))}
             bar_before = bar.get_attribute("src")
-            shows = (method, True) if method in SHARE_METHODS else (SHARE_FALLBACK, False)
+            shows = (share_method(method), share_method(method) == method)
             page.locator("#method").get_by_role("radio", name=_label(method), exact=True).check()
             expect(note).to_contain_text(_label(method), timeout=60_000)
             expect(note).to_contain_text("was not measured for this model")
             expect(plot).not_to_have_attribute("src", before["plot"], timeout=60_000)
             expect(links).not_to_have_attribute("src", before["links"], timeout=60_000)
             expect(bar).to_be_visible(timeout=60_000)
-            if shows != bar_shows:  # another method's bar, or rollout's for a method without one
+            if shows != bar_shows:  # another method's bar, or ALTI+'s for a method without one
                 expect(bar).not_to_have_attribute("src", bar_before, timeout=60_000)
             bar_shows = shows
         page.locator("#method-note").scroll_into_view_if_needed()
@@ -405,7 +437,7 @@ def test_browser_clicks_through_every_method(backend):
         page.locator("#method").get_by_role("radio", name=_label("saliency"), exact=True).check()
         expect(note).to_contain_text(_label("saliency"), timeout=60_000)
         page.wait_for_timeout(500)
-        assert backend.runner.model_runs == runs + len(MODEL_METHODS)
+        assert backend.runner.model_runs == runs + len(MODEL_METHODS) - 1  # ALTI+ ran for the first bar
 
 
 def test_integrated_gradients_runs_in_bfloat16_only_where_it_is_fast(backend, monkeypatch):

@@ -181,6 +181,7 @@ ALIGNER_METHODS = (
     "input_x_gradient",
     "integrated_gradients",
     "value_zeroing",
+    "alti_plus",
 )
 
 

@@ -19,9 +19,17 @@ has exactly the words and shape of `alignment_matrix(record)`. The methods (`MET
   (the encoder's own rollout feeding the cross-attention); gives a source share;
 * "saliency", "input_x_gradient", "integrated_gradients" (`gradients`, through Captum): on the token embeddings
   of the source and the target prefix, explaining each target piece's log-probability; token score the L2 norm
-  over the embedding dimensions; give a source share;
+  over the embedding dimensions; give a source share (saliency and input x gradient also on a bfloat16 model);
 * "value_zeroing" (`value_zeroing`): Mohebbi et al. 2023 on cross-attention: a source token's value vectors
-  zeroed in every decoder layer, the cosine distance of each target position's final decoder state.
+  zeroed in every decoder layer, the cosine distance of each target position's final decoder state;
+* "alti_plus" (`alti`): ALTI+ (Ferrando et al. 2022): each attention block's output (residual and layer norm
+  included) written as a sum of one vector per input, each input's contribution measured by the Manhattan
+  distance, carried through the encoder, the decoder's self-attention and the cross-attention; gives a source
+  share. Rollout's share, by contrast, is the constant 1 - 0.5 ** (decoder layers) of its residual convention.
+
+`attribute` checks its arguments before any work (`checks`): a direction the model does not translate, an
+`n_steps` or `batch_size` that is not a positive integer, integrated gradients larger than `MAX_STEP_POSITIONS`, a
+record whose ids are not its tokens: each a ValueError that says which.
 
 The token-to-word pooling is one function for all (`pool_to_words`, `vaswani_inspect.attribution.pooling`):
 special-token columns out, each predicted piece's row normalised, source pieces summed, the rows predicting a

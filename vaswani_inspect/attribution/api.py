@@ -7,7 +7,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..record import AttentionRecord
+from .alti import alti_plus_scores
 from .attention import attention_matrix, attention_norm_matrix
+from .checks import check_positive_int, check_record_ids
 from .gradients import DEFAULT_BATCH_SIZE, DEFAULT_STEPS, gradient_scores
 from .pooling import pool_to_words, source_shares
 from .result import Attribution
@@ -33,7 +35,20 @@ def _rollout(model: Any, record: AttentionRecord) -> Attribution:
         source_shares(source, prefix, record),
         token_scores=source,
         prefix_scores=prefix,
-        settings={"heads": "mean", "residual": 0.5},
+        settings={"heads": "mean", "residual": 0.5, "source_share": "constant: 1 - 0.5 ** decoder layers"},
+    )
+
+
+def _alti_plus(model: Any, record: AttentionRecord) -> Attribution:
+    source, prefix = alti_plus_scores(model, record)
+    return Attribution(
+        "alti_plus",
+        record,
+        pool_to_words(source, record),
+        source_shares(source, prefix, record),
+        token_scores=source,
+        prefix_scores=prefix,
+        settings={"distance": "manhattan", "blocks": "attention + residual + layer norm", "heads": "all"},
     )
 
 
@@ -89,11 +104,12 @@ _REGISTRY: dict[str, Callable[..., Attribution]] = {
     "input_x_gradient": _input_x_gradient,
     "integrated_gradients": _gradient("integrated_gradients"),
     "value_zeroing": _value_zeroing,
+    "alti_plus": _alti_plus,
 }
 #: Every method's name, attention first (the order a selector shows them in).
 METHODS: tuple[str, ...] = tuple(_REGISTRY)
 #: The methods that measure the source-vs-prefix share (`Attribution.source_share` is not None).
-SHARE_METHODS: tuple[str, ...] = ("rollout", "saliency", "input_x_gradient", "integrated_gradients")
+SHARE_METHODS: tuple[str, ...] = ("alti_plus", "rollout", "saliency", "input_x_gradient", "integrated_gradients")
 #: The methods that run the model (the others read the record's attention only).
 MODEL_METHODS: tuple[str, ...] = (
     "attention_norm",
@@ -101,6 +117,7 @@ MODEL_METHODS: tuple[str, ...] = (
     "input_x_gradient",
     "integrated_gradients",
     "value_zeroing",
+    "alti_plus",
 )
 
 
@@ -157,7 +174,10 @@ def attribute(
         (`SHARE_METHODS`), and the token-level scores.
 
     Raises:
-        ValueError: an unknown method, a word-level record, target/direction given with a record.
+        ValueError: an unknown method, a word-level record, target/direction given with a record, a direction the
+            model does not translate, `n_steps` or `batch_size` not a positive integer, integrated gradients whose
+            steps x positions exceed `checks.MAX_STEP_POSITIONS`, a record whose ids are not its tokens (with this
+            tokenizer) or not in the model's vocabulary.
         TypeError: an option the method does not take.
     """
     function = _REGISTRY[check_method(method)]
@@ -167,6 +187,9 @@ def attribute(
         raise TypeError(
             f"The {method!r} attribution takes no option {', '.join(unknown)}; it takes {', '.join(allowed) or 'none'}."
         )
+    for name in ("n_steps", "batch_size"):
+        if name in options:
+            check_positive_int(name, options[name])
     record = _record(model, tokenizer, record_or_source, target, direction, generate_kwargs)
     return function(model, record, **options)
 
@@ -204,6 +227,7 @@ def _record(
             raise ValueError("attribute() got a record: its target and direction are the record's (pass no target).")
         if record_or_source.level != "token":
             raise ValueError("attribute() needs a token-level record (one from extract, before to_words).")
+        check_record_ids(model, tokenizer, record_or_source)
         return record_or_source
     if not isinstance(record_or_source, str):
         kind = type(record_or_source).__name__

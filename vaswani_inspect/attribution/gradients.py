@@ -45,6 +45,7 @@ import numpy as np
 import torch
 
 from ..record import AttentionRecord
+from .checks import check_positive_int, check_step_cost
 from .inputs import embeddings, eval_mode, log_probabilities, point_log_probabilities, record_inputs
 
 GRADIENT_METHODS = ("saliency", "input_x_gradient", "integrated_gradients")
@@ -110,6 +111,15 @@ class _SharedPointGradients:
         return points
 
 
+def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
+    """`tensor` as a numpy array; half-precision tensors (a bfloat16 model's gradients) as float32, which numpy
+    has (it has no bfloat16)."""
+    tensor = tensor.detach()
+    if tensor.dtype in (torch.float16, torch.bfloat16):
+        tensor = tensor.float()
+    return tensor.cpu().numpy()
+
+
 @contextlib.contextmanager
 def _precision(precision: str, device: torch.device) -> Iterator[None]:
     if precision not in PRECISIONS:
@@ -138,8 +148,9 @@ def embedding_attributions(
     dtype) or "bfloat16" (autocast; see the module docstring)."""
     if method not in GRADIENT_METHODS:
         raise ValueError(f"Unknown gradient method {method!r}: choose one of {', '.join(GRADIENT_METHODS)}.")
-    if n_steps < 1 or batch_size < 1:
-        raise ValueError(f"n_steps and batch_size must be >= 1, got {n_steps} and {batch_size}.")
+    n_steps, batch_size = check_positive_int("n_steps", n_steps), check_positive_int("batch_size", batch_size)
+    if method == "integrated_gradients":
+        check_step_cost(n_steps, record)
     inputs = record_inputs(model, record)
     device = inputs.labels.device
     steps = n_steps if method == "integrated_gradients" else 1
@@ -173,15 +184,15 @@ def embedding_attributions(
                     method="gausslegendre",
                     return_convergence_delta=True,
                 )
-                errors.append(delta.detach().cpu().numpy())
+                errors.append(_to_numpy(delta))
             elif method == "saliency":
                 attributions = explainer.attribute(inputs_pair, additional_forward_args=extra, abs=False)
             else:
                 attributions = explainer.attribute(inputs_pair, additional_forward_args=extra)
-            source_parts.append(attributions[0].detach().cpu().numpy())
+            source_parts.append(_to_numpy(attributions[0]))
             prefix = np.zeros((count, inputs.rows, source_embeds.shape[-1]), dtype=np.float32)
             width = attributions[1].shape[1]
-            prefix[:, :width] = attributions[1].detach().cpu().numpy()
+            prefix[:, :width] = _to_numpy(attributions[1])
             prefix_parts.append(prefix)
     prefix = np.concatenate(prefix_parts).astype(np.float64)
     prefix *= np.tril(np.ones((inputs.rows, inputs.rows)))[..., None]  # causality, exactly

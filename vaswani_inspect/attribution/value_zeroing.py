@@ -22,6 +22,7 @@ import torch
 from ..architectures import projections
 from ..record import AttentionRecord
 from .attention import _cross_attention_modules
+from .checks import check_positive_int
 from .inputs import eval_mode, record_inputs
 
 
@@ -54,6 +55,7 @@ def cosine_distance(original: torch.Tensor, changed: torch.Tensor) -> torch.Tens
 def value_zeroing_scores(model: Any, record: AttentionRecord, batch_size: int = 64) -> np.ndarray:
     """(T - 1, S): the cosine distance of each predicting row's decoder output when each source token's
     cross-attention values are zeroed (module docstring); `batch_size` zeroed tokens per forward pass."""
+    batch_size = check_positive_int("batch_size", batch_size)
     inputs = record_inputs(model, record)
     length = inputs.source.shape[1]
     columns = []
