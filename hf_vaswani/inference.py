@@ -145,11 +145,16 @@ def load_translator(
         name = str(Path(name).expanduser())
     from safetensors import SafetensorError
 
-    from .model_folder import check_json_files
+    from .config_checks import fallback_generation_config
+    from .model_folder import check_json_files, check_model_folder, has_generation_config
 
     kwargs: dict[str, Any] = {}
     if dtype:
-        kwargs["dtype"] = getattr(torch, dtype)
+        kwargs["dtype"] = _torch_dtype(dtype)
+    if local:
+        # Before anything is built: a value transformers reads without a word (a NaN layer_norm_eps, a beam size
+        # of 0, 10**9 positions) is one line naming the file and the field, not garbage or a traceback.
+        check_model_folder(name)
     try:
         if local:
             check_json_files(name)  # names the damaged file, which transformers' JSON error does not
@@ -162,8 +167,28 @@ def load_translator(
     # What transformers only reports (a tensor initialised at random, NaN weights, another model's tokenizer)
     # would translate to garbage with exit code 0: refuse it here, where every command and the demo load.
     check_model(loaded, tokenizer, loading_info=loading_info, source=name)
+    if _lacks_generation_config(loaded, name if local else None, has_generation_config):
+        loaded.generation_config = fallback_generation_config(loaded.config, source=name)
     loaded.to(target).eval()
     return loaded, tokenizer
+
+
+def _torch_dtype(name: str) -> torch.dtype:
+    """The floating-point torch dtype `name` names (``"float32"``, ``"bfloat16"``...)."""
+    dtype = getattr(torch, name, None) if isinstance(name, str) else None
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"dtype must name a floating-point torch dtype (float32, bfloat16, float16), got {name!r}.")
+    return dtype
+
+
+def _lacks_generation_config(model: Any, folder: str | None, has_generation_config: Any) -> bool:
+    """Whether a model of ours came without decoding settings: a local folder without generation_config.json, or a
+    Hub model whose generation config transformers made from its model config (greedy, at most 20 tokens)."""
+    if getattr(model.config, "model_type", None) != "vaswani":
+        return False  # (another architecture keeps what transformers gives it)
+    if folder is not None:
+        return not has_generation_config(folder)
+    return bool(getattr(getattr(model, "generation_config", None), "_from_model_config", False))
 
 
 def translate(
@@ -177,8 +202,13 @@ def translate(
     max_new_tokens: int | None = None,
     length_penalty: float | None = None,
     labels: Sequence[str] | None = None,
+    keep_spans: bool = False,
 ) -> list[str]:
     """Translate `sentences` in `direction` (``"es-en"`` or ``"en-es"``); one translation per sentence.
+
+    `keep_spans` keeps numbers, URLs, e-mail addresses and rare names as they are, through placeholders the model
+    copies (`hf_vaswani.placeholders.translate_keeping_spans`; a `KeepSpansWarning` names a sentence translated
+    without them because the model lost a placeholder).
 
     Sentences are batched by length (the order of the result is the order of `sentences`); `num_beams`,
     `max_new_tokens` and `length_penalty` default to the model's generation config. A sentence longer than the
@@ -187,10 +217,28 @@ def translate(
     Everything is checked before the first sentence is translated.
 
     Raises:
+        TypeError: `sentences` (or `labels`) is one text instead of a list of texts.
         ValueError: on an unknown direction, no sentences, an empty sentence, a sentence most of whose
-            characters the tokenizer does not know (`check_known_characters`), a batch size below 1, or a beam
-            size or maximum length the model cannot generate with (`check_generation_settings`).
+            characters the tokenizer does not know (`check_known_characters`), a batch size below 1, a beam
+            size or maximum length the model cannot generate with, or a length penalty that is not a finite
+            number (`check_generation_settings`).
     """
+    _check_not_one_text(sentences, "sentences", "translate(model, tokenizer, ['el gato negro'])")
+    if labels is not None:
+        _check_not_one_text(labels, "labels", "labels=['first sentence']")
+    check_generation_settings(model, length_penalty=length_penalty)
+    if keep_spans:
+        from .placeholders import translate_keeping_spans, vocabulary_of
+
+        settings = dict(num_beams=num_beams, batch_size=batch_size, max_new_tokens=max_new_tokens)
+        return translate_keeping_spans(
+            lambda texts, names: translate(
+                model, tokenizer, texts, direction, length_penalty=length_penalty, labels=names, **settings
+            ),
+            sentences,
+            vocabulary_of(tokenizer),
+            labels,
+        )
     if getattr(model, "is_ctranslate2", False):  # hf_vaswani.backends.CTranslate2Translator
         return model.translate(
             sentences,
@@ -206,6 +254,20 @@ def translate(
     settings = dict(num_beams=num_beams, batch_size=batch_size, max_new_tokens=max_new_tokens)
     sources = checked_sources(model, tokenizer, sentences, direction, labels, **settings)
     return _generate(model, tokenizer, sources, labels, length_penalty=length_penalty, **settings)
+
+
+def _check_not_one_text(value: Any, name: str, example: str) -> None:
+    """A str (or bytes) where a list of texts is expected would be read one character at a time."""
+    if isinstance(value, (str, bytes)):
+        raise TypeError(
+            f"{name} must be a list of texts, got one {type(value).__name__} ({_short(value)}), which would be read "
+            f"one character at a time: pass a list, e.g. {example}."
+        )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 30 else text[:27] + "..."
 
 
 def _generate_kwargs(
@@ -296,6 +358,7 @@ def evaluate_pairs(
         translations, in the order of `pairs`.
 
     Raises:
+        TypeError: `pairs` is not a list of (English, Spanish) texts.
         ValueError: on an unknown direction, no pairs, or a source or setting `translate` refuses (checked for
             every direction before the first is translated).
     """
@@ -304,9 +367,20 @@ def evaluate_pairs(
 
     if not directions:
         raise ValueError("No direction to evaluate.")
+    _check_not_one_text(directions, "directions", "['es-en']")
     for direction in directions:
         direction_to_languages(direction)
+    _check_not_one_text(pairs, "pairs", "[('The cat.', 'El gato.')]")
+    check_generation_settings(model, length_penalty=length_penalty)
     pairs = list(pairs)
+    for number, pair in enumerate(pairs, 1):
+        if (
+            isinstance(pair, (str, bytes))
+            or not isinstance(pair, Sequence)
+            or len(pair) != 2
+            or not all(isinstance(side, str) for side in pair)
+        ):
+            raise TypeError(f"Pair {number} must be two texts (English, Spanish), got {_short(pair)}.")
     if not pairs:
         raise ValueError("No sentence pair to evaluate.")
     generation = getattr(model, "generation_config", None)

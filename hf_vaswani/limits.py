@@ -4,6 +4,7 @@ and what a given model can generate with (`generation_limits`, checked by `check
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 __all__ = ["MAX_NUM_BEAMS", "GenerationLimits", "check_generation_settings", "generation_limits"]
@@ -33,15 +34,26 @@ def generation_limits(model: Any) -> GenerationLimits:
     return GenerationLimits(num_beams=int(vocabulary), max_new_tokens=int(new_tokens))
 
 
-def check_generation_settings(model: Any, *, num_beams: int | None = None, max_new_tokens: int | None = None) -> None:
-    """Refuse a beam size or a length `model` cannot generate with (`generation_limits`), before any work.
+def check_generation_settings(
+    model: Any,
+    *,
+    num_beams: int | None = None,
+    max_new_tokens: int | None = None,
+    length_penalty: float | None = None,
+) -> None:
+    """Refuse a beam size or a length `model` cannot generate with (`generation_limits`), or a length penalty that
+    is not a finite number (NaN compares false with every score, so the beam search keeps arbitrary hypotheses),
+    before any work.
 
     Raises:
-        ValueError: a value below 1, or above the model's limit (the message gives the limit and why).
+        ValueError: a value below 1, or above the model's limit (the message gives the limit and why); a length
+            penalty that is not a finite number.
     """
     for name, value in (("num_beams", num_beams), ("max_new_tokens", max_new_tokens)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    if length_penalty is not None and not _finite_number(length_penalty):
+        raise ValueError(f"length_penalty must be a finite number, got {length_penalty!r}.")
     limits = generation_limits(model)
     if num_beams is not None and num_beams > limits.num_beams:
         raise ValueError(
@@ -53,3 +65,7 @@ def check_generation_settings(model: Any, *, num_beams: int | None = None, max_n
             f"max_new_tokens={max_new_tokens} is more than this model can generate: at most {limits.max_new_tokens} "
             f"(its max_position_embeddings, {limits.max_new_tokens + 1}, less the decoder start token)."
         )
+
+
+def _finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -1,11 +1,12 @@
 """Is a loaded model folder what it claims to be? Checks that turn transformers' reports into errors.
 
 `from_pretrained` loads a folder with a tensor missing by initialising that tensor at random, and only logs a
-"MISSING ... newly initialized" report; it loads NaN weights, special-token ids outside the vocabulary and another
-model's tokenizer without a word. Each of those then translates to garbage with exit code 0. The commands and the
-demo load through `hf_vaswani.inference.load_translator`, which calls `check_model` on what it loaded, so such a
-folder is refused in one line naming the folder and the problem. A Python user who calls `from_pretrained` directly
-keeps transformers' behaviour and can call `check_model` (or `model_problems`) themselves.
+"MISSING ... newly initialized" report; it loads NaN weights, special-token ids outside the vocabulary, another
+model's tokenizer and decoding settings that `generate` cannot use (`hf_vaswani.config_checks`) without a word.
+Each of those then translates to garbage with exit code 0. The commands and the demo load through
+`hf_vaswani.inference.load_translator`, which calls `check_model` on what it loaded, so such a folder is refused in
+one line naming the folder and the problem. A Python user who calls `from_pretrained` directly keeps transformers'
+behaviour and can call `check_model` (or `model_problems`) themselves.
 """
 
 from __future__ import annotations
@@ -18,7 +19,14 @@ import torch
 
 from .languages import LANGUAGE_TOKEN_PATTERN, LANGUAGE_TOKENS
 
-__all__ = ["BrokenModelError", "check_model", "model_problems", "reports_silenced"]
+__all__ = [
+    "BrokenModelError",
+    "check_model",
+    "model_problems",
+    "reports_silenced",
+    "settings_problems",
+    "tokenizer_class_problems",
+]
 
 #: The config fields that hold token ids; each must be None or an id inside the vocabulary.
 TOKEN_ID_FIELDS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "forced_eos_token_id")
@@ -51,8 +59,23 @@ def model_problems(model: Any, tokenizer: Any = None, *, loading_info: Mapping[s
     problems = loading_problems(loading_info or {}, tied=_tied_names(model))
     problems += non_finite_weights(model)
     problems += token_id_problems(model)
+    problems += settings_problems(model)
     if tokenizer is not None:
         problems += tokenizer_problems(model, tokenizer)
+    return problems
+
+
+def settings_problems(model: Any) -> list[str]:
+    """The problems `hf_vaswani.config_checks` finds in the loaded model's config and generation config (for a
+    model from the Hub or built in memory; a local folder's files are checked before loading, by
+    `hf_vaswani.model_folder.check_model_folder`)."""
+    from .config_checks import config_problems, generation_config_problems
+
+    config = model.config.to_dict()
+    problems = config_problems(config)
+    generation = getattr(model, "generation_config", None)
+    if generation is not None:
+        problems += generation_config_problems(generation.to_dict(), config)
     return problems
 
 
@@ -109,7 +132,7 @@ def tokenizer_problems(model: Any, tokenizer: Any) -> list[str]:
     single token for a language the model translates into (unless the tokenizer is of one direction, as that of a
     model converted from a one-direction OPUS-MT model)."""
     config = model.config
-    found = []
+    found = tokenizer_class_problems(model, tokenizer)
     size = len(tokenizer)
     if size != config.vocab_size:
         found.append(f"the tokenizer has {size} tokens and the model's vocabulary {config.vocab_size}")
@@ -125,6 +148,20 @@ def tokenizer_problems(model: Any, tokenizer: Any) -> list[str]:
         if token_id is None or token_id == unknown or not 0 <= token_id < config.vocab_size:
             found.append(f"the tokenizer has no token {token}")
     return found
+
+
+def tokenizer_class_problems(model: Any, tokenizer: Any) -> list[str]:
+    """A ``tokenizer_class`` in config.json that is not the class of the tokenizer the folder loads (transformers
+    builds that class instead when tokenizer_config.json names none, as a Hub tokenizer of another model)."""
+    named = getattr(model.config, "tokenizer_class", None)
+    if not isinstance(named, str) or not named:
+        return []
+    loaded = {cls.__name__.removesuffix("Fast") for cls in type(tokenizer).__mro__}
+    if "TokenizersBackend" in loaded:  # (transformers' name for PreTrainedTokenizerFast)
+        loaded.add("PreTrainedTokenizer")
+    if named.removesuffix("Fast") in loaded:
+        return []
+    return [f"config.json's tokenizer_class is {named!r}, but the folder's tokenizer is a {type(tokenizer).__name__}"]
 
 
 def _one_direction(tokenizer: Any) -> bool:

@@ -10,7 +10,7 @@ import argparse
 from typing import Any
 
 from hf_vaswani.backends import BACKEND_CHOICES
-from hf_vaswani.commands import positive_int
+from hf_vaswani.commands import host_address, positive_int
 from hf_vaswani.paths import DEFAULT_MODEL
 
 from .settings import DEFAULT_CONCURRENCY_LIMIT, DEFAULT_MAX_QUEUE, MODEL_ENV
@@ -81,7 +81,12 @@ def add_parser(subparsers: Any) -> None:
         "en-es=PATH (a one-direction model whose folder does not say its direction needs DIRECTION=PATH; "
         f"default: ${MODEL_ENV}, else {DEFAULT_MODEL})",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
+    parser.add_argument(
+        "--host",
+        type=host_address,
+        default="127.0.0.1",
+        help="address to bind, checked before the model loads (default: 127.0.0.1, this machine only)",
+    )
     parser.add_argument("--port", type=_port, default=None, help="port (default: the first free one from 7860)")
     parser.add_argument("--share", action="store_true", help="also open a public gradio.live link (off by default)")
     parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")

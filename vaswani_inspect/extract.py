@@ -314,7 +314,8 @@ def _fit(ids: list[int], limit: int | None, truncation: bool, what: str, eos_id:
     if not truncation:
         raise ValueError(
             f"{what} has {len(ids)} tokens but the model accepts at most {limit} positions "
-            "(max_position_embeddings): shorten it, or pass truncation=True to keep the first tokens."
+            "(max_position_embeddings): shorten it, or keep its first tokens with `hf-vaswani inspect --truncate` "
+            "(truncation=True from Python)."
         )
     warnings.warn(f"{what} has {len(ids)} tokens; truncated to the model's {limit} positions.", stacklevel=3)
     return [*ids[: limit - 1], eos_id] if eos_id is not None else ids[:limit]

@@ -1,10 +1,12 @@
 """Loading any supported translation model for inspection: ours through `hf_vaswani.inference.load_translator`,
 the others (Marian/OPUS-MT, M2M100/NLLB, mBART, BART, T5...) with their Auto classes and eager attention.
 
-A model of another architecture is checked as ours is, as far as the checks apply to it: tensors missing or of the
-wrong shape, NaN weights, special-token ids outside the vocabulary, a tokenizer with more tokens than the model's
-vocabulary (`hf_vaswani.model_checks`); and its attention modules must be where `vaswani_inspect.architectures`
-looks for them. Each problem is one `ValueError` naming the folder or Hub id.
+A model of another architecture is checked as ours is, as far as the checks apply to it: a local folder's
+config.json and generation_config.json before it is loaded (`hf_vaswani.model_folder.check_model_folder`), then
+tensors missing or of the wrong shape, NaN weights, special-token ids outside the vocabulary, decoding settings
+`generate` cannot use, a tokenizer with more tokens than the model's vocabulary or of another class than config.json
+names (`hf_vaswani.model_checks`); and its attention modules must be where `vaswani_inspect.architectures` looks
+for them. Each problem is one `ValueError` naming the folder or Hub id.
 """
 
 from __future__ import annotations
@@ -57,7 +59,10 @@ def load_for_inspection(name: str | os.PathLike[str], device: str | None = None)
         return load_translator(text, device=device or "cpu")
     target = resolve_device(device or "cpu")
     if local:
+        from hf_vaswani.model_folder import check_model_folder
+
         text = str(Path(text).expanduser())
+        check_model_folder(text)  # before anything is built from its files
     model, tokenizer, loading_info = _load_auto(text, describe_load_error)
     _check_foreign_model(model, tokenizer, loading_info, text)
     model.to(target).eval()
@@ -84,7 +89,14 @@ def _load_auto(name: str, describe: Any) -> tuple[Any, Any, dict]:
 
 
 def _check_foreign_model(model: Any, tokenizer: Any, loading_info: dict, name: str) -> None:
-    from hf_vaswani.model_checks import BrokenModelError, loading_problems, non_finite_weights, token_id_problems
+    from hf_vaswani.model_checks import (
+        BrokenModelError,
+        loading_problems,
+        non_finite_weights,
+        settings_problems,
+        token_id_problems,
+        tokenizer_class_problems,
+    )
 
     from .architectures import UnsupportedModelError, architecture_of
 
@@ -96,6 +108,8 @@ def _check_foreign_model(model: Any, tokenizer: Any, loading_info: dict, name: s
     problems = loading_problems(loading_info or {}, tied=set(tied))
     problems += non_finite_weights(model)
     problems += token_id_problems(model)
+    problems += settings_problems(model)
+    problems += tokenizer_class_problems(model, tokenizer)
     vocabulary = int(getattr(model.config, "vocab_size", 0) or 0)
     if vocabulary and len(tokenizer) > vocabulary:
         # (T5's table is larger than its tokenizer, 32128 for 32100 tokens: only the other way is broken.)

@@ -18,6 +18,7 @@ __all__ = [
     "beam_size",
     "finite_float",
     "head_indices",
+    "host_address",
     "missing_extra",
     "non_negative_int",
     "positive_int",
@@ -116,3 +117,35 @@ def head_indices(text: str) -> str | list[int]:
     if not parts or any(not (part.isascii() and part.isdigit()) for part in parts):
         raise argparse.ArgumentTypeError(f"expected 'all' or comma-separated head numbers such as 0,2, got {text!r}")
     return [int(part) for part in parts]
+
+
+def host_address(text: str) -> str:
+    """An argparse ``type`` for an address to serve on (``--host``): an IP address or host name of this machine,
+    checked by binding a socket to it, so that a typo is named instead of a server that "cannot find an empty
+    port"."""
+    import ipaddress
+    import socket
+
+    address = text.strip().removeprefix("[").removesuffix("]")
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        if address.replace(".", "").isdigit():
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a valid IPv4 address: it has four numbers from 0 to 255, such as 127.0.0.1"
+            ) from None
+    try:
+        family, kind, protocol, _, where = socket.getaddrinfo(address, 0, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an IP address nor a host name this machine can resolve (e.g. 127.0.0.1, 0.0.0.0)"
+        ) from None
+    try:
+        with socket.socket(family, kind, protocol) as probe:
+            probe.bind(where)
+    except OSError as error:
+        raise argparse.ArgumentTypeError(
+            f"cannot serve on {text!r}: {error.strerror or error} (it is not an address of this machine; "
+            "127.0.0.1 serves this machine only, 0.0.0.0 every network it is on)"
+        ) from None
+    return address

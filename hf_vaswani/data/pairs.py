@@ -272,11 +272,13 @@ def read_pairs(
     ``strict=True`` the first one raises a ValueError naming its line instead.
 
     Raises:
-        FileNotFoundError: if `path` does not exist.
+        FileNotFoundError: if `path` does not exist (IsADirectoryError: it is a folder).
         ValueError: on an unknown format, a header without the language columns, a malformed line when
             `strict`, or a file with no valid pair at all.
     """
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{str(path)!r} is a folder: give the file of sentence pairs inside it.")
     if not path.is_file():
         raise FileNotFoundError(f"No such file of sentence pairs: {str(path)!r}")
     file_format = _detect_format(path, file_format)

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import torch
 
 from ..model_checks import check_model, reports_silenced
-from ..model_folder import check_json_files
+from ..model_folder import check_json_files, check_model_folder
 from ..modeling_vaswani import VaswaniForConditionalGeneration
 
 __all__ = ["ExportError", "ExportSource", "export_plan", "load_for_export", "source_folder"]
@@ -62,6 +62,7 @@ def load_for_export(
         folder = Path(name).expanduser()
         if not (folder / "config.json").is_file():
             raise FileNotFoundError(f"No model folder with a config.json at {name!r}.")
+        check_model_folder(folder)  # its settings, before anything is built from them (10**9 positions: a TB)
         name = str(folder)
     loaded, loading_info = _from_pretrained(AutoModelForSeq2SeqLM, name)
     if not isinstance(loaded, VaswaniForConditionalGeneration):

@@ -159,6 +159,8 @@ def _inputs(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
     if args.pairs is not None:
         from hf_vaswani.data import read_pairs
 
+        if args.pairs.is_dir():
+            raise IsADirectoryError(f"--pairs: {args.pairs} is a folder: give the file of sentence pairs inside it.")
         if not args.pairs.is_file():
             raise FileNotFoundError(f"--pairs: no such file {args.pairs}.")
         pairs = read_pairs(args.pairs)[: args.max_pairs]
