@@ -4,7 +4,10 @@ CTranslate2 (the ``[fast]`` extra) runs our model from a folder exported by `hf_
 on a CPU by default. The export is made once and kept in the user cache (``$HF_VASWANI_CACHE/ctranslate2``, default
 ``~/.cache/hf_vaswani/ctranslate2``), in a folder named after a hash of the model's weights, config and tokenizer
 files (``3f2a...-ctranslate2-int8/``), so that it is made again when they change. The model folder is only read: it
-may be read-only, shared or a Hub cache snapshot.
+may be read-only, shared or a Hub cache snapshot. Each export's stamp records the size and SHA-256 of every file it
+wrote; an entry whose files no longer match (a truncated ``model.bin``, a file deleted) is made again, with a
+`CTranslate2CacheWarning` saying so. A cache that cannot be written is a `CTranslate2CacheError`, on which
+`load_ctranslate2_or_none` (``--backend auto``) falls back to PyTorch.
 
 A Marian (OPUS-MT) model is converted by CTranslate2's own `TransformersConverter`, cached the same way, and
 translated by `MarianCTranslate2Translator` (the demo serves OPUS-MT models through it); any other model type is
@@ -44,6 +47,8 @@ __all__ = [
     "BACKENDS",
     "BACKEND_CHOICES",
     "CTRANSLATE2_MODEL_TYPES",
+    "CTranslate2CacheError",
+    "CTranslate2CacheWarning",
     "CTranslate2Translator",
     "MarianCTranslate2Translator",
     "ctranslate2_available",
@@ -51,6 +56,7 @@ __all__ = [
     "default_quantization",
     "ensure_ctranslate2_export",
     "load_ctranslate2",
+    "load_ctranslate2_or_none",
     "resolve_backend",
     "translate_with_ctranslate2",
     "user_cache_dir",
@@ -71,6 +77,22 @@ CTRANSLATE2_MODEL_TYPES = ("vaswani", "marian")
 STAMP = "hf_vaswani_export.json"
 #: Changes when the export itself changes, so that older cached exports are made again.
 EXPORT_VERSION = 1
+
+
+class CTranslate2CacheError(OSError):
+    """The CTranslate2 export cannot be written into the cache (a read-only or full disk, no permission).
+
+    Attributes:
+        problem: what went wrong, without the advice the message adds (for a caller that falls back).
+    """
+
+    problem: str = ""
+
+
+class CTranslate2CacheWarning(UserWarning):
+    """A cached CTranslate2 export was damaged (a file missing, cut short or changed) and is made again, or the
+    cache cannot be written and PyTorch translates instead."""
+
 
 #: What `generate()` uses for a generation setting the model's generation config leaves unset.
 GENERATE_DEFAULTS = {
@@ -133,7 +155,11 @@ def ensure_ctranslate2_export(
             keyed by the model's files (`user_cache_dir`).
 
     Returns:
-        The CTranslate2 model folder.
+        The CTranslate2 model folder. A cached one is checked first against the sizes and SHA-256 its stamp
+        recorded at export time; a damaged one is made again, with a `CTranslate2CacheWarning`.
+
+    Raises:
+        CTranslate2CacheError: the export has to be made and cannot be written into the cache.
     """
     from .export.ctranslate2 import QUANTIZATIONS
 
@@ -143,10 +169,20 @@ def ensure_ctranslate2_export(
     model_type = ctranslate2_model_type(folder)
     fingerprint = _fingerprint(folder, quantization, model_type)
     target = _export_folder(folder, quantization, fingerprint, cache_dir)
-    if _stamp(target).get("fingerprint") == fingerprint:
+    damage = _entry_damage(target, fingerprint)
+    if damage is None:
         return target
     exporter = _export_marian if model_type == "marian" else _export_vaswani
-    _export_into(folder, target, quantization, fingerprint, exporter)
+    try:
+        _export_into(folder, target, quantization, fingerprint, exporter)
+    except OSError as error:
+        raise _cache_error(target, error, damage) from error
+    if damage != _OUTDATED:
+        warnings.warn(
+            f"the cached CTranslate2 export {str(target)!r} was damaged ({damage}): made it again",
+            CTranslate2CacheWarning,
+            stacklevel=2,
+        )
     return target
 
 
@@ -219,9 +255,70 @@ def user_cache_dir() -> Path:
 
 def _stamp(target: Path) -> dict[str, Any]:
     try:
-        return json.loads((target / STAMP).read_text(encoding="utf-8"))
+        stamp = json.loads((target / STAMP).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    return stamp if isinstance(stamp, dict) else {}
+
+
+#: What `_entry_damage` says of an entry that is absent, made from other files or by an earlier version (whose
+#: stamp records no files): made again without a warning.
+_OUTDATED = "absent or made from other files"
+
+
+def _file_record(path: Path) -> dict[str, Any]:
+    """The size and SHA-256 of a file, as a stamp records them."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return {"size": path.stat().st_size, "sha256": digest.hexdigest()}
+
+
+def _entry_damage(target: Path, fingerprint: str) -> str | None:
+    """None when `target` is a complete export made from the files `fingerprint` hashes: its stamp matches and
+    every file the stamp records is there with its size and SHA-256. Else what is wrong (`_OUTDATED` when the
+    entry is absent or was made from other files, which is no damage)."""
+    if not target.is_dir():
+        return _OUTDATED
+    stamp = _stamp(target)
+    if not stamp:
+        return f"{STAMP} is missing or unreadable"
+    if stamp.get("fingerprint") != fingerprint:
+        return _OUTDATED
+    files = stamp.get("files")
+    if not isinstance(files, dict) or not files:
+        return _OUTDATED  # made by an earlier version, which recorded no files: made again like an outdated one
+    for name, record in sorted(files.items()):
+        path = target / name
+        if not path.is_file():
+            return f"{name} is missing"
+        if not isinstance(record, dict) or not isinstance(record.get("size"), int):
+            return f"{STAMP} records no size for {name}"
+        size = path.stat().st_size
+        if size != record["size"]:
+            return f"{name} has {size:,} bytes, the export wrote {record['size']:,}"
+        if _file_record(path)["sha256"] != record.get("sha256"):
+            return f"{name} is not the file the export wrote (its SHA-256 differs)"
+    return None
+
+
+def _cache_error(target: Path, error: OSError, damage: str) -> CTranslate2CacheError:
+    """`error`, met while writing the export `target`, as one sentence naming the cache and what to do."""
+    reason = error.strerror or str(error)
+    what = (
+        f"the cached export {str(target)!r} is damaged ({damage}) and cannot be made again"
+        if damage != _OUTDATED
+        else f"cannot write the CTranslate2 export into the cache {str(target.parent)!r}"
+    )
+    problem = f"{what[:1].upper()}{what[1:]} ({reason})"
+    cache_error = CTranslate2CacheError(
+        error.errno,
+        f"{problem}: set HF_VASWANI_CACHE to a writable folder with free space, or translate with PyTorch "
+        "(--backend torch).",
+    )
+    cache_error.problem = problem
+    return cache_error
 
 
 def _export_vaswani(folder: Path, staging: Path, quantization: str) -> None:
@@ -248,7 +345,14 @@ def _export_into(
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         exporter(folder, staging, quantization)
-        stamp = {"fingerprint": fingerprint, "quantization": quantization, "source": str(folder.resolve())}
+        # What every later use checks the entry against (`_entry_damage`).
+        files = {path.name: _file_record(path) for path in sorted(staging.iterdir()) if path.is_file()}
+        stamp = {
+            "fingerprint": fingerprint,
+            "quantization": quantization,
+            "source": str(folder.resolve()),
+            "files": files,
+        }
         (staging / STAMP).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
         if target.exists():
             old = target.with_name(f".{target.name}-old-{os.getpid()}")
@@ -291,9 +395,11 @@ class CTranslate2Translator:
     ):
         import ctranslate2
         import torch
-        from transformers import AutoConfig, AutoTokenizer, GenerationConfig
+        from transformers import AutoConfig, AutoTokenizer
 
         import hf_vaswani  # noqa: F401  (registers the "vaswani" config type)
+
+        from .model_folder import folder_generation_config
 
         self.model_folder = model_folder
         self.export_folder = export_folder
@@ -303,10 +409,8 @@ class CTranslate2Translator:
         with warnings.catch_warnings():  # MarianTokenizer's advice, which concerns its training-time normaliser
             warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")
             self.tokenizer = AutoTokenizer.from_pretrained(model_folder)
-        try:
-            self.generation_config = GenerationConfig.from_pretrained(model_folder)
-        except OSError:
-            self.generation_config = GenerationConfig.from_model_config(self.config)
+        # Checked; without the file, the project's decoding settings, not transformers' 20-token greedy search.
+        self.generation_config = folder_generation_config(model_folder, self.config)
         device_type, _, index = str(device).partition(":")
         self.translator = ctranslate2.Translator(
             str(export_folder),
@@ -327,8 +431,26 @@ class CTranslate2Translator:
         max_new_tokens: int | None = None,
         length_penalty: float | None = None,
         labels: Sequence[str] | None = None,
+        keep_spans: bool = False,
     ) -> list[str]:
         """Translate `sentences` in `direction`; the arguments and result of `hf_vaswani.inference.translate`."""
+        if keep_spans:  # numbers, URLs, e-mail addresses and rare names through placeholders
+            from .placeholders import translate_keeping_spans, vocabulary_of
+
+            return translate_keeping_spans(
+                lambda texts, names: self.translate(
+                    texts,
+                    direction,
+                    num_beams=num_beams,
+                    batch_size=batch_size,
+                    max_new_tokens=max_new_tokens,
+                    length_penalty=length_penalty,
+                    labels=names,
+                ),
+                sentences,
+                vocabulary_of(self.tokenizer),
+                labels,
+            )
         ids = self.translate_ids(
             sentences,
             direction,
@@ -496,6 +618,27 @@ def load_ctranslate2(
     export = ensure_ctranslate2_export(folder, quantization, cache_dir=cache_dir)
     kind = MarianCTranslate2Translator if ctranslate2_model_type(folder) == "marian" else CTranslate2Translator
     return kind(folder, export, quantization, device=device, threads=threads)
+
+
+def load_ctranslate2_or_none(
+    model: str | os.PathLike[str] | None = None,
+    *,
+    quantization: str | None = None,
+    device: str | None = None,
+    threads: int | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> CTranslate2Translator | None:
+    """`load_ctranslate2` for ``--backend auto``: None, with a `CTranslate2CacheWarning` saying that PyTorch
+    translates instead, when the export cannot be written into the cache (`CTranslate2CacheError`)."""
+    try:
+        return load_ctranslate2(model, quantization=quantization, device=device, threads=threads, cache_dir=cache_dir)
+    except CTranslate2CacheError as error:
+        warnings.warn(
+            f"{error.problem}: translating with PyTorch (set HF_VASWANI_CACHE to a writable folder for CTranslate2)",
+            CTranslate2CacheWarning,
+            stacklevel=2,
+        )
+        return None
 
 
 def translate_with_ctranslate2(

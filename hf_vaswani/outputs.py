@@ -27,6 +27,9 @@ live run's staging, another machine's on a shared disk, any other file) is left 
 `write_text` / `write_bytes` write one file the same way; `publish_dir` is the rename step for folders (the
 training checkpoints use it too). Errors are `ValueError` or `OSError` with a message naming the path, which the
 ``hf-vaswani`` dispatcher reports as one line.
+
+Long because the plan's checks, the staging folders and the publishing rename are one guarantee (nothing lost
+between a check and the write it allows); split, each half would have to trust the other's invariants.
 """
 
 from __future__ import annotations
@@ -49,8 +52,10 @@ __all__ = [
     "Output",
     "OutputPlan",
     "StaleStagingWarning",
+    "make_staging_folder",
     "publish_dir",
     "publish_file",
+    "publish_into",
     "remove_stale_staging",
     "write_bytes",
     "write_text",
@@ -467,6 +472,32 @@ def publish_dir(staged: Path, final: Path) -> None:
     else:
         os.replace(staged, final)
     _fsync_path(final.parent)
+
+
+def make_staging_folder(final: PathLike) -> Path:
+    """An empty temporary sibling of the folder `final` to write it into, named as `OutputPlan` names them (so
+    that a run killed while writing it leaves something `remove_stale_staging` removes); the leftovers of killed
+    writers of `final` are removed first. Publish it with `publish_into` or `publish_dir`."""
+    return _make_staging(Output(_absolute(final), "folder", is_folder=True))
+
+
+def publish_into(staged: Path, final: Path) -> None:
+    """Publish the completely written folder `staged` as `final`, then remove `staged`.
+
+    When `final` does not exist (or is empty) the folder is renamed into place whole; otherwise each file of
+    `staged` replaces its namesake in `final` in one step and `final`'s other files stay. Either way no file of
+    `final` is ever half-written.
+    """
+    final = Path(final)
+    if not final.is_dir() or not any(final.iterdir()):
+        publish_dir(staged, final)
+        return
+    for path in sorted(staged.rglob("*")):
+        if path.is_file():
+            target = final / path.relative_to(staged)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            publish_file(path, target)
+    shutil.rmtree(staged, ignore_errors=True)
 
 
 def write_bytes(path: PathLike, data: bytes) -> Path:

@@ -36,8 +36,10 @@ The result is a plain `transformers.PreTrainedTokenizerFast`: `save_pretrained(d
 from __future__ import annotations
 
 import os
+import shutil
 import string
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
@@ -71,6 +73,7 @@ __all__ = [
     "UNK_ID",
     "UNK_TOKEN",
     "build_tokenizer_from_pairs",
+    "save_tokenizer",
     "direction_to_languages",
     "language_token",
     "normalize_text",
@@ -278,5 +281,49 @@ def build_tokenizer_from_pairs(
         model_max_length=model_max_length,
     )
     if out_dir is not None:
-        tokenizer.save_pretrained(str(out_dir))
+        save_tokenizer(tokenizer, out_dir)
     return tokenizer
+
+
+def _as_os_error(error: Exception, folder: Path) -> OSError | None:
+    """An error of `save_pretrained` as an OSError naming `folder`, or None when it is not a failed write (the
+    `tokenizers` library reports one as a plain Exception ending in "(os error N)")."""
+    import re
+
+    errno = error.errno if isinstance(error, OSError) else None
+    if errno is None:
+        match = re.search(r"\(os error (\d+)\)", str(error))
+        if match is None:
+            return None
+        errno = int(match.group(1))
+    reason = os.strerror(errno) if errno else str(error)
+    return OSError(
+        errno,
+        f"Could not save the tokenizer into {str(folder)!r} ({reason}): nothing of it was written there; free disk "
+        "space (or make the folder writable) and run again.",
+    )
+
+
+def save_tokenizer(tokenizer: PreTrainedTokenizerFast, folder: str | os.PathLike[str]) -> Path:
+    """`tokenizer.save_pretrained(folder)` in which no file is ever half-written.
+
+    The files are written into a temporary sibling of `folder`, flushed to disk and renamed into place (the whole
+    folder when it is new, each file otherwise): a full disk or a kill part-way leaves `folder` as it was.
+
+    Raises:
+        OSError: the files could not be written (a full disk, no permission), naming `folder`.
+    """
+    from .outputs import make_staging_folder, publish_into
+
+    folder = Path(folder)
+    staging = make_staging_folder(folder)
+    try:
+        tokenizer.save_pretrained(str(staging))
+        publish_into(staging, folder)
+    except Exception as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        converted = _as_os_error(error, folder)
+        if converted is None:
+            raise
+        raise converted from error
+    return folder

@@ -253,7 +253,7 @@ def _shown_name(path: str) -> str:
 
 
 def _load_one(spec: ModelSpec, device: str | None, backend: str | None) -> ServedModel:
-    from hf_vaswani.backends import load_ctranslate2
+    from hf_vaswani.backends import load_ctranslate2, load_ctranslate2_or_none
     from hf_vaswani.inference import resolve_device
     from vaswani_inspect.loading import load_for_inspection
 
@@ -266,7 +266,9 @@ def _load_one(spec: ModelSpec, device: str | None, backend: str | None) -> Serve
     directions = served_directions(model, tokenizer, ModelSpec(spec.path, spec.direction))
     translator = None
     if translation_backend(backend, architecture, device, spec.path) == "ctranslate2":
-        translator = load_ctranslate2(spec.path, device=device)
+        # "auto" falls back to PyTorch, with one warning, when the CTranslate2 cache cannot be written.
+        load = load_ctranslate2 if backend == "ctranslate2" else load_ctranslate2_or_none
+        translator = load(spec.path, device=device)
     return ServedModel(model, tokenizer, _shown_name(spec.path), directions, architecture.name, translator)
 
 

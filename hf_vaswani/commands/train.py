@@ -57,7 +57,9 @@ def _add_train(subparsers: Any) -> None:
         description=(
             "Train (or resume) a Transformer from a YAML/JSON run configuration. Resumes from the last "
             "checkpoint of training.output_dir when there is one, unless --no-resume; every file it resumes from "
-            "is checked first. A loss that becomes NaN or infinite stops the run (exit code 2), keeping the last "
+            "is checked first, and a resume with another tokenizer or other data than the run started with is "
+            "refused (exit code 2). A failed save (a full disk) leaves nothing half-written. A loss that becomes "
+            "NaN or infinite stops the run (exit code 2), keeping the last "
             "good checkpoint and writing no final/ model."
         ),
         epilog="example: hf-vaswani train configs/tatoeba-es-en.yaml --set data.path=pairs.tsv "

@@ -17,7 +17,9 @@ A run is described by a YAML (or JSON) file with four sections, ``data``, ``toke
 type and range of every value, the ``model`` section's `VaswaniConfig` fields included, before any work; the YAML
 reader refuses a key given twice and anchors or aliases. A run never trains into a model folder (unless
 ``overwrite``), stops with `NonFiniteLossError` when the loss becomes NaN or infinite (keeping the last good
-checkpoint, writing no ``final/``), and checks every file it resumes from (`DamagedCheckpointError`).
+checkpoint, writing no ``final/``), checks every file it resumes from (`DamagedCheckpointError`) and that it resumes
+with the tokenizer and data of its checkpoints (`RunMismatchError`), and writes nothing half: a full disk leaves the
+last complete checkpoint and no partial file.
 
 The same `train` runs in one process or under ``torchrun`` / ``accelerate launch`` (DDP); checkpoints are
 written atomically and a resumed run continues with the data order of an uninterrupted one (`VaswaniTrainer`).
@@ -36,6 +38,7 @@ What lives where (everything public is importable from here):
   and publishing folders atomically.
 * `weights`: reading, checking and casting saved safetensors weights.
 * `resume`: what a resume reads, checked first (`checkpoint_damage`, `model_damage`, `DamagedCheckpointError`).
+* `identity`: the tokenizer and data a run started with, checked when it resumes (`check_same_run`).
 * `starting_model`: the ``training.init_from`` model, checked against the recipe (`load_starting_model`).
 * `averaging`: `average_checkpoints`.
 * `run`: `train`, from the configuration to the ``final/`` and ``averaged/`` models.
@@ -45,6 +48,7 @@ The ``hf-vaswani train`` and ``hf-vaswani average-checkpoints`` commands are in 
 Layout of the output directory::
 
     config.yaml          the resolved configuration of the run
+    run_identity.json    the tokenizer's fingerprint and the data (path, size, SHA-256) the run started with
     tokenizer/           the tokenizer, trained once on the training split and reused when resuming
     splits/              validation.tsv and test.tsv (English<TAB>Spanish), for `hf-vaswani evaluate`;
                          noun_phrases.tsv, the mined phrase pairs added to training (``data.noun_phrases``)
@@ -60,6 +64,7 @@ from .averaging import average_checkpoints
 from .batching import TokenBatchSampler
 from .checkpoints import IncompleteCheckpointWarning, checkpoint_problem, find_checkpoints, last_checkpoint
 from .config import DEFAULT_CONFIG, SAMPLING_STRATEGIES, apply_overrides, load_config, validate_config
+from .identity import RunMismatchError
 from .resume import DamagedCheckpointError
 from .run import train
 from .schedule import paper_learning_rate, paper_lr_lambda, paper_peak_learning_rate
@@ -71,6 +76,7 @@ __all__ = [
     "IncompleteCheckpointWarning",
     "JsonlLoggerCallback",
     "NonFiniteLossError",
+    "RunMismatchError",
     "SAMPLING_STRATEGIES",
     "TokenBatchSampler",
     "VaswaniTrainer",

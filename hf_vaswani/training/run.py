@@ -1,14 +1,20 @@
 """`train`: one run of the recipe, from a run configuration to the ``final/`` and ``averaged/`` models.
 
 The steps: check the configuration, build the training arguments (which set up the process group under
-``torchrun``), choose the checkpoint to resume from, prepare the data (`prepare_data`), build the model
-(`build_model`), train with `VaswaniTrainer`, then publish ``final/`` and average the last checkpoints into
-``averaged/``.
+``torchrun``), choose the checkpoint to resume from and check that it is this run's (the same tokenizer and data,
+`hf_vaswani.training.identity`), prepare the data (`prepare_data`), build the model (`build_model`), train with
+`VaswaniTrainer`, then publish ``final/`` and average the last checkpoints into ``averaged/``. Every file a run
+writes beside its checkpoints (``tokenizer/``, ``config.yaml``, ``run_identity.json``) is written whole, through a
+temporary sibling renamed into place.
+
+Long because the resume decision (which checkpoint, whether it is this run's) and the publishing of every file a
+run writes share the run folder's state; they are kept in one place so that no step reads a half-made folder.
 """
 
 from __future__ import annotations
 
 import copy
+import io
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
@@ -32,6 +38,7 @@ from .batching import example_lengths
 from .checkpoints import STAGING_PREFIX, find_checkpoints, last_checkpoint, publish_dir, remove_staging_dirs
 from .config import validate_config, validate_lengths
 from .guided_alignment import GuidedAlignmentCollator
+from .identity import RUN_TOKENIZER, check_same_run, unreadable_tokenizer_file, write_run_identity
 from .recipe_yaml import dump_recipe
 from .resume import checkpoint_damage, choose_checkpoint, missing_optimizer, model_damage
 from .starting_model import load_starting_model
@@ -57,26 +64,57 @@ class PreparedData:
 # --------------------------------------------------------------------------------------------- data
 
 
+def _tokenizer_source(config: Mapping[str, Any], output_dir: Path) -> tuple[Path, str]:
+    """Where the run takes its tokenizer from, and what a message calls it: ``tokenizer.path``, else the model of
+    ``training.init_from`` (which brings its vocabulary), else ``RUN/tokenizer/`` (trained there once)."""
+    section = config["tokenizer"]
+    if section["path"]:
+        return Path(section["path"]), "tokenizer.path"
+    if config["training"]["init_from"]:
+        return Path(config["training"]["init_from"]), "training.init_from"
+    return output_dir / "tokenizer", RUN_TOKENIZER
+
+
+def _load_tokenizer(folder: Path, what: str, output_dir: Path) -> Any:
+    """The tokenizer saved in `folder`; a damaged file (cut short by a full disk, say) is an error that names it
+    and says what to do."""
+    damage = unreadable_tokenizer_file(folder)
+    if damage is None:
+        try:
+            return PreTrainedTokenizerFast.from_pretrained(folder)
+        except (OSError, ValueError) as error:
+            damage = f"{str(folder)!r} does not load ({' '.join(str(error).split())[:200]})"
+    if what != RUN_TOKENIZER:
+        advice = f"repair or replace {what}"
+    else:
+        checkpoints = find_checkpoints(output_dir)
+        advice = (
+            f"copy tokenizer.json and tokenizer_config.json from {checkpoints[-1]} into it"
+            if checkpoints
+            else "delete the folder to train the tokenizer again (the run has no checkpoint yet)"
+        )
+    raise ValueError(f"{what}: {damage}: {advice}.")
+
+
 def _load_or_train_tokenizer(
     config: Mapping[str, Any], output_dir: Path, train_pairs: Sequence[Any], save: bool = True
 ) -> Any:
-    from ..tokenization import train_tokenizer
+    from ..tokenization import save_tokenizer, train_tokenizer
 
     saved = output_dir / "tokenizer"
     section = config["tokenizer"]
-    path = section["path"] or config["training"]["init_from"]  # a model to start from brings its vocabulary
-    if path:
-        if not (Path(path) / "tokenizer_config.json").is_file():
-            key = "tokenizer.path" if section["path"] else "training.init_from"
-            raise FileNotFoundError(f"{key}: no tokenizer folder (with a tokenizer_config.json) at {str(path)!r}.")
-        tokenizer = PreTrainedTokenizerFast.from_pretrained(path)
+    folder, what = _tokenizer_source(config, output_dir)
+    if folder != saved:
+        if not (folder / "tokenizer_config.json").is_file():
+            raise FileNotFoundError(f"{what}: no tokenizer folder (with a tokenizer_config.json) at {str(folder)!r}.")
+        tokenizer = _load_tokenizer(folder, what, output_dir)
     elif (saved / "tokenizer.json").is_file():
-        tokenizer = PreTrainedTokenizerFast.from_pretrained(saved)
+        tokenizer = _load_tokenizer(saved, what, output_dir)
     else:
         texts = [text for pair in train_pairs for text in pair]
         tokenizer = train_tokenizer(texts, vocab_size=int(section["vocab_size"]), model_type=section["model_type"])
     if save and not (saved / "tokenizer.json").is_file():
-        tokenizer.save_pretrained(saved)
+        save_tokenizer(tokenizer, saved)  # whole or not at all: a full disk leaves no half-written tokenizer.json
     return tokenizer
 
 
@@ -354,20 +392,42 @@ def _describe_run(
 
 def _save_final(trainer: VaswaniTrainer, tokenizer: Any, output_dir: Path, save_dtype: str | None) -> Path:
     """Write the trained model and the tokenizer into ``tmp-final/`` and rename it to ``final/``, like the
-    checkpoints. Every process takes part (FSDP / DeepSpeed gather the weights collectively)."""
+    checkpoints. Every process takes part (FSDP / DeepSpeed gather the weights collectively). A failed write (a
+    full disk) removes ``tmp-final/`` and is an OSError that says the checkpoints are kept."""
+    from ..tokenization import save_tokenizer
+
     final_dir = output_dir / "final"
     staging = output_dir / f"{STAGING_PREFIX}final"
     is_main = trainer.args.process_index == 0
     if is_main and staging.exists():
         shutil.rmtree(staging)
     trainer.accelerator.wait_for_everyone()
-    trainer.save_model(str(staging))
-    if is_main:
-        tokenizer.save_pretrained(staging)
-        if save_dtype:
-            cast_saved_model(staging, save_dtype)
-        publish_dir(staging, final_dir)
+    try:
+        trainer.save_model(str(staging))
+        if is_main:
+            save_tokenizer(tokenizer, staging)
+            if save_dtype:
+                cast_saved_model(staging, save_dtype)
+            publish_dir(staging, final_dir)
+    except trainer.save_errors() as error:
+        if not trainer.is_failed_write(error):
+            raise
+        shutil.rmtree(staging, ignore_errors=True)
+        raise trainer.save_error(error, "final/", "writes final/") from error
     return final_dir
+
+
+def _write_run_files(config: Mapping[str, Any], output_dir: Path, tokenizer: Any, resumed: bool) -> None:
+    """Write ``config.yaml`` and, for a run that starts (or one started by a version without it),
+    ``run_identity.json``, each whole (`hf_vaswani.outputs.write_text`)."""
+    from ..outputs import write_text
+    from .identity import RUN_IDENTITY
+
+    recipe = io.StringIO()
+    dump_recipe(config, recipe)
+    write_text(output_dir / "config.yaml", recipe.getvalue())
+    if not resumed or not (output_dir / RUN_IDENTITY).is_file():
+        write_run_identity(output_dir, tokenizer, config["data"]["path"])
 
 
 def _average_last(output_dir: Path, training: Mapping[str, Any]) -> Path | None:
@@ -406,6 +466,9 @@ def train(
     Raises:
         NonFiniteLossError: the loss or the weights became NaN or infinite (nothing is saved after that).
         DamagedCheckpointError: the checkpoint to resume from is damaged.
+        RunMismatchError: the checkpoint to resume from was trained with another tokenizer or other data.
+        OSError: a checkpoint, the tokenizer or final/ could not be written (a full disk): nothing half-written
+            is left in their place, and the last complete checkpoint is kept.
 
     Returns:
         A summary: output_dir, the resumed checkpoint (or None), global_step, the final training loss, the
@@ -429,14 +492,15 @@ def train(
     is_main = args.process_index == 0
     options = ResumeOptions(resume, resume_from_previous, fresh_optimizer)
     resume_from = _checkpoint_to_resume(output_dir, options, args)
+    if resume_from is not None:  # before any work: the tokenizer and the data must be those of its run
+        check_same_run(output_dir, Path(resume_from), *_tokenizer_source(config, output_dir), str(data["path"]))
 
     prepared = prepare_data(config, args, output_dir)
     model = build_model(config, prepared.tokenizer)
     prepared.tokenizer.model_max_length = model.config.max_position_embeddings  # what the model accepts
     config["model"] = {**(config["model"] or {}), "vocab_size": model.config.vocab_size}
     if is_main:
-        with open(output_dir / "config.yaml", "w", encoding="utf-8") as handle:
-            dump_recipe(config, handle)
+        _write_run_files(config, output_dir, prepared.tokenizer, resumed=resume_from is not None)
     guided = config["alignment"]["guided"]
     _use_training_attention(model, args, guided)  # eager on the CPU in bf16 (sdpa's backward is slower there)
     collator = DataCollatorForSeq2Seq(prepared.tokenizer, model=model, label_pad_token_id=-100)

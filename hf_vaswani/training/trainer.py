@@ -21,7 +21,7 @@ from transformers.trainer_pt_utils import LengthGroupedSampler, safe_globals
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 
 from .batching import TokenBatchSampler
-from .checkpoints import STAGING_PREFIX, TRAINING_ARGS_JSON, publish_dir
+from .checkpoints import STAGING_PREFIX, TRAINING_ARGS_JSON, find_checkpoints, publish_dir
 from .guided_alignment import AttentionCapture, guided_alignment_loss
 from .schedule import paper_lr_lambda
 
@@ -35,6 +35,31 @@ __all__ = [
 
 #: RNG states at the start of the epoch a checkpoint was written in (see `VaswaniTrainer`).
 EPOCH_RNG_STATE_NAME = "epoch_rng_state.pth"
+#: How `torch.save`'s C++ writer reports a failed write (a full disk, a file size limit): a RuntimeError.
+_FAILED_WRITE_MARKS = (
+    "iostream error",
+    "PytorchStreamWriter failed",
+    "unexpected pos",
+    "file write failed",
+    "os error",
+)
+
+
+def _likely_cause(folder: Path) -> str:
+    """What most likely made a write into `folder` fail, as the start of a reason ("" when neither applies): a
+    file size limit (``ulimit -f``) or a disk with almost no space left; `torch.save`'s own message says neither."""
+    try:
+        import resource  # Unix only
+    except ImportError:
+        resource = None
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0] if resource else None
+    if resource and limit != resource.RLIM_INFINITY:
+        return f"the file size limit (ulimit -f) is {limit:,} bytes; "
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return ""
+    return f"the disk has {free:,} bytes free; " if free < 64 << 20 else ""
 
 
 def _plain_numpy_state(state: Any) -> Any:
@@ -60,7 +85,8 @@ class VaswaniTrainer(Seq2SeqTrainer):
     * Atomic: a checkpoint is written into ``tmp-checkpoint-N`` and renamed to ``checkpoint-N`` when every
       process has written its part, so a ``checkpoint-N`` folder is always complete; a killed save leaves a
       ``tmp-checkpoint-N`` folder, which `train` removes. (Trainer itself writes straight into
-      ``checkpoint-N``.)
+      ``checkpoint-N``.) A save that fails (a full disk) removes ``tmp-checkpoint-N`` and stops the run with one
+      OSError naming the last complete checkpoint, which the same command resumes from (`save_error`).
     * Safe to load: every file loads with ``torch.load(..., weights_only=True)``. The training arguments are
       written as ``training_args.json`` instead of the pickled ``training_args.bin`` (which resuming does not
       need), and the numpy RNG state in ``rng_state*.pth`` is stored as plain Python values.
@@ -310,6 +336,11 @@ class VaswaniTrainer(Seq2SeqTrainer):
         self._staging_dir = staging  # Trainer writes into staging/checkpoint-N (see _get_output_dir)
         try:
             super()._save_checkpoint(model, trial)
+        except self.save_errors() as error:
+            if not self.is_failed_write(error):
+                raise
+            shutil.rmtree(staging, ignore_errors=True)  # frees the space the partial save took
+            raise self.save_error(error, name, "goes on") from error
         finally:
             self._staging_dir = None
         self.accelerator.wait_for_everyone()  # every process has written its rng_state_*.pth
@@ -323,6 +354,40 @@ class VaswaniTrainer(Seq2SeqTrainer):
                 use_mtime=True,
             )
         self.accelerator.wait_for_everyone()
+
+    @staticmethod
+    def save_errors() -> tuple[type[BaseException], ...]:
+        """What a failed write of a checkpoint or of ``final/`` can raise: an OSError (from Python or the
+        tokenizers library, converted), the RuntimeError of `torch.save`'s writer, safetensors' own error."""
+        from safetensors import SafetensorError
+
+        return (OSError, RuntimeError, SafetensorError)
+
+    @staticmethod
+    def is_failed_write(error: BaseException) -> bool:
+        """Whether `error` (one of `save_errors`) reports a failed write rather than a fault of the program."""
+        if isinstance(error, RuntimeError):
+            return any(mark in str(error) for mark in _FAILED_WRITE_MARKS)
+        return True
+
+    def save_error(self, error: BaseException, what: str, then: str) -> OSError:
+        """`error`, met while writing `what`, as one OSError: what failed, that the last complete checkpoint is
+        kept, and that the same command resumes from it (and `then`)."""
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error).splitlines()[0]
+        run_dir = super()._get_output_dir(trial=None)
+        reason = f"{_likely_cause(Path(run_dir))}{' '.join(reason.split())[:160]}"
+        checkpoints = find_checkpoints(run_dir)
+        if checkpoints:
+            kept = f"the last complete checkpoint, {checkpoints[-1]}, is kept as it was"
+            again = f"run the same command again: it resumes from {checkpoints[-1].name} and {then}"
+        else:
+            kept, again = "no checkpoint was written yet", "run the same command again"
+        message = (
+            f"could not write {what} at step {self.state.global_step} ({reason}): nothing "
+            f"half-written is left in its place; {kept}. Free disk space (or raise the file size limit) and {again}."
+        )
+        errno = error.errno if isinstance(error, OSError) else None
+        return OSError(errno, message) if errno else OSError(message)
 
     def _save_rng_state(self, output_dir: str) -> None:
         super()._save_rng_state(output_dir)
