@@ -90,7 +90,11 @@ class ModelRunner:
         choices: what the models accept (`DemoChoices`): the limits every request is checked against.
         model_runs: how many times a model was run (translations, ablations, explanations by a method that runs
             it); redraws do not count.
+        keep_spans: whether a CTranslate2 translation keeps long numbers, URLs and rare names unchanged
+            (`hf_vaswani.placeholders`; default True; ``generate()`` translations do not).
     """
+
+    keep_spans: bool = True
 
     def __init__(self, models: Sequence[ServedModel], choices: DemoChoices) -> None:
         self.models = tuple(models)
@@ -187,8 +191,8 @@ class ModelRunner:
         with warnings.catch_warnings():
             # The status line already names the unknown characters (checks.text_notes), in the page's language.
             warnings.simplefilter("ignore", UnknownCharactersWarning)
-            ids = served.translator.translate_ids([text], direction, **generate_kwargs)[0]
-        output = served.tokenizer.decode(ids, skip_special_tokens=True).strip()
+            # Long numbers, URLs and rare names come through placeholders the model copies (hf_vaswani.placeholders).
+            output = served.translator.translate([text], direction, keep_spans=self.keep_spans, **generate_kwargs)[0]
         with served.encoding(direction):
             record = extract(served.model, served.tokenizer, text, output, direction=direction, model_name=served.name)
         record.generate_kwargs = {**generate_kwargs, "backend": "ctranslate2"}

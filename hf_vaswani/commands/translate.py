@@ -78,6 +78,7 @@ def _run_translate(args: argparse.Namespace) -> int:
         max_new_tokens=args.max_new_tokens,
         length_penalty=args.length_penalty,
         labels=[f"{unit} {i + 1}" for i in wanted],
+        keep_spans=args.keep_spans,
     )
     output = [""] * len(sentences)
     for i, text in zip(wanted, translations, strict=True):
@@ -88,14 +89,30 @@ def _run_translate(args: argparse.Namespace) -> int:
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, Any]:
-    """The translator of ``--backend``: CTranslate2 (exported once, kept in the user cache) or PyTorch."""
-    from ..backends import load_ctranslate2, resolve_backend
+    """The translator of ``--backend``: CTranslate2 (exported once, kept in the user cache) or PyTorch; "auto"
+    falls back to PyTorch, saying so, when the cache cannot be written."""
+    from ..backends import load_ctranslate2, load_ctranslate2_or_none, resolve_backend
     from ..inference import load_translator
 
     if resolve_backend(args.backend, args.device) == "ctranslate2":
-        translator = load_ctranslate2(args.model, quantization=args.quantization, device=args.device)
-        return translator, translator.tokenizer
+        _check_local_folder(args.model)  # (load_translator does it for PyTorch)
+        load = load_ctranslate2 if args.backend == "ctranslate2" else load_ctranslate2_or_none
+        translator = load(args.model, quantization=args.quantization, device=args.device)
+        if translator is not None:
+            return translator, translator.tokenizer
     return load_translator(args.model, device=args.device)
+
+
+def _check_local_folder(model: str | None) -> None:
+    """`hf_vaswani.model_folder.check_model_folder` on the local folder `model` names (the shipped checkpoint for
+    None), before CTranslate2 exports or translates it; a Hub id is checked once loaded."""
+    from ..model_folder import check_model_folder
+    from ..paths import default_model_path, looks_like_local_path
+
+    name = str(model) if model is not None else default_model_path()
+    folder = Path(name).expanduser()
+    if (model is None or looks_like_local_path(name)) and (folder / "config.json").is_file():
+        check_model_folder(folder)
 
 
 def _hypotheses_paths(output: str, directions: Sequence[str]) -> dict[str, Path]:
@@ -120,6 +137,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     for direction in directions:
         direction_to_languages(direction)
     resolve_device(args.device)
+    if Path(args.data).is_dir():
+        raise IsADirectoryError(f"{args.data!r} is a folder: give the file of sentence pairs inside it.")
     if not Path(args.data).is_file():
         raise FileNotFoundError(f"No such file of sentence pairs: {args.data!r}")
     # Every output is checked before any work, and written only once everything has been translated and scored.
@@ -212,6 +231,13 @@ def add_parser(subparsers: Any) -> None:
         "sentences", nargs="*", type=utf8_text, help="sentences to translate, UTF-8 (default: read stdin)"
     )
     parser.add_argument("--direction", default="es-en", help="es-en (default) or en-es")
+    parser.add_argument(
+        "--keep-spans",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="keep numbers of 3+ digits, URLs, e-mail addresses and rare names as they are, through placeholders "
+        "the model copies (default: on; docs/numbers_and_names.md)",
+    )
     _add_generation_options(parser)
     parser.set_defaults(func=_run_translate)
 

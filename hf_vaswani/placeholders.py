@@ -1,0 +1,334 @@
+"""Keeping numbers, URLs, e-mail addresses and rare names unchanged through translation.
+
+A small model trained on short sentences copies badly what it rarely saw: the shipped checkpoint turns "764884"
+into "766484" and "Aisha" into "They", because it reads a long number digit by digit and a rare name as pieces of
+other words. The guard takes such spans out of the source, puts in their place a placeholder the model copies
+(a frequent name, or a two-digit number for a number), translates, and puts the original spans back where the
+placeholders came out:
+
+    "Tengo 764884 euros."  ->  "Tengo 30 euros."  ->  "I have 30 euros."  ->  "I have 764884 euros."
+
+`find_spans` finds the spans (`Span`):
+
+- URLs and e-mail addresses;
+- numbers of three digits or more, or with ``.`` or ``,`` between digit groups (``1982``, ``1.250,50``, ``3,5``);
+  one- and two-digit numbers and times (``2:30``) are left to the model, which copies or translates them well ("4" ->
+  "four", "2:30" -> "las dos y media");
+- names: a capitalised word that does not start a sentence and that the tokenizer does not hold as one piece (rare
+  in its training data), with the capitalised words next to it when they are all rare ("Buenos Aires"; not
+  "Estados Unidos", a phrase the model knows and translates). A name that starts a sentence is not found: it
+  cannot be told from any other first word.
+
+`protect` replaces them; `restore` puts them back and says what went wrong when the model dropped or repeated a
+placeholder. `translate_keeping_spans` does the three around any translate function; when a placeholder did not
+come back exactly once, that sentence is translated again without the guard and a `KeepSpansWarning` names it: the
+guard never invents or loses text silently.
+
+`hf_vaswani.inference.translate(..., keep_spans=True)` and `CTranslate2Translator.translate(..., keep_spans=True)`
+use it; ``hf-vaswani translate`` does by default (``--no-keep-spans`` turns it off).
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Callable, Container, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "NAME_PLACEHOLDERS",
+    "NUMBER_PLACEHOLDERS",
+    "YEAR_PLACEHOLDERS",
+    "KeepSpansWarning",
+    "Protected",
+    "Restored",
+    "Span",
+    "find_spans",
+    "protect",
+    "restore",
+    "translate_keeping_spans",
+    "vocabulary_of",
+]
+
+#: Stand-ins for names, URLs and e-mail addresses: frequent names of the training data, one vocabulary piece each,
+#: that the shipped model copies in both directions (chosen on the validation split).
+NAME_PLACEHOLDERS = ("Tom", "Mary", "John", "Boston", "Alice", "Paris")
+#: Stand-ins for numbers: numbers the model copies as they are (a one-digit number may come out as a word).
+NUMBER_PLACEHOLDERS = ("30", "40", "50", "60", "70", "80")
+#: Stand-ins for four-digit numbers (mostly years: "en 30" would lose "en" or gain "años"), copied as well.
+YEAR_PLACEHOLDERS = ("1990", "1980", "1970")
+
+#: The word piece prefix of SentencePiece vocabularies (ours and Marian's): "▁Tom" is "Tom" after a space.
+WORD_START = "\u2581"
+
+_URL = re.compile(r"(?:https?://|www\.)[^\s<>\"]+", re.IGNORECASE)
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+# Digits, with one separator between digit groups: "1.250,50", "10:30", "3,000"; not glued to letters ("3rd").
+_NUMBER = re.compile(r"(?<!\w)\d+(?:[.,:]\d+)*(?!\w)")
+# Numbers the model copies or translates well itself: one or two digits ("4" -> "four"), times ("2:30" -> "las dos
+# y media"); longer ones it changes ("1982" -> "1922").
+_SHORT_NUMBER = re.compile(r"\d{1,2}|\d{1,2}:\d{2}")
+_YEAR = re.compile(r"\d{4}")
+_WORD = re.compile(r"[^\W\d_]+")
+# What may stand between two capitalised words of one name: "Buenos Aires", "Jean-Luc".
+_NAME_JOINER = re.compile(r"[ -]")
+# Closing punctuation a URL or e-mail address does not end with in running text.
+_TRAILING = ".,;:!?)]}'\u00bb\u201d"
+#: How many sentences a `KeepSpansWarning` names (then "and N more").
+_REPORTED = 5
+_SENTENCE_END = ".!?\u2026"
+_OPENING = "\u00bf\u00a1\"'\u00ab\u201c([{-\u2014 \t\n"
+
+
+@dataclass(frozen=True)
+class Span:
+    """A stretch of a source kept as it is: ``text == source[start:end]``; `kind` is ``"url"``, ``"email"``,
+    ``"number"`` or ``"name"``."""
+
+    kind: str
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Protected:
+    """A source with its spans replaced: `text` is what the model translates; ``placeholders[i]`` stands for
+    ``spans[i]``."""
+
+    original: str
+    text: str
+    spans: tuple[Span, ...]
+    placeholders: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What `restore` made of a translation: `text` with the spans back when `ok`; else `missing` (placeholders the
+    model dropped) and `repeated` (placeholders it wrote more than once) say what went wrong, and `text` is the
+    translation as the model gave it."""
+
+    text: str
+    ok: bool
+    missing: tuple[Span, ...] = field(default=())
+    repeated: tuple[Span, ...] = field(default=())
+
+
+class KeepSpansWarning(UserWarning):
+    """The model dropped or repeated the placeholder of a span: that sentence was translated without the guard."""
+
+
+def vocabulary_of(tokenizer: Any) -> Container[str]:
+    """The token strings of `tokenizer` (what `find_spans` asks whether a word is one piece)."""
+    return tokenizer.get_vocab()
+
+
+def _is_single_piece(word: str, vocabulary: Container[str]) -> bool:
+    return WORD_START + word in vocabulary
+
+
+def _starts_sentence(text: str, position: int) -> bool:
+    """Whether only opening punctuation stands between `position` and the text's start or the last sentence end."""
+    before = text[:position].rstrip(_OPENING)
+    return not before or before[-1] in _SENTENCE_END
+
+
+def _overlaps(start: int, end: int, taken: Sequence[Span]) -> bool:
+    return any(start < span.end and span.start < end for span in taken)
+
+
+def _stripped(match: re.Match[str], kind: str) -> Span:
+    text = match.group().rstrip(_TRAILING)
+    return Span(kind, text, match.start(), match.start() + len(text))
+
+
+def _is_capitalised(text: str, match: re.Match[str]) -> bool:
+    """A capitalised word that may be a name: not at a sentence start (where every word is capitalised) and not
+    the first half of a contraction ("Don't"; "Aisha's" is the name "Aisha")."""
+    word, after = match.group(), text[match.end() : match.end() + 2]
+    contraction = len(after) == 2 and after[0] in "'\u2019" and after[1].isalpha() and after[1] != "s"
+    return word[0].isupper() and not contraction and not _starts_sentence(text, match.start())
+
+
+def _is_name_word(match: re.Match[str], vocabulary: Container[str]) -> bool:
+    """A word the tokenizer splits into pieces: rare in its training data."""
+    return not _is_single_piece(match.group(), vocabulary)
+
+
+def _name_spans(text: str, vocabulary: Container[str], taken: Sequence[Span]) -> list[Span]:
+    """Runs of capitalised words that are all rare ("Buenos Aires"); a run with a frequent word is a phrase the
+    model knows and may have to translate ("Estados Unidos", "Madre Teresa")."""
+    words = [m for m in _WORD.finditer(text) if not _overlaps(m.start(), m.end(), taken)]
+    runs: list[list[re.Match[str]]] = []
+    previous: re.Match[str] | None = None
+    for match in words:
+        if _is_capitalised(text, match):
+            joined = previous is not None and runs and runs[-1][-1] is previous
+            if joined and _NAME_JOINER.fullmatch(text[previous.end() : match.start()]):
+                runs[-1].append(match)
+            else:
+                runs.append([match])
+        previous = match
+    spans = []
+    for run in runs:
+        if all(_is_name_word(match, vocabulary) for match in run):
+            spans.append(Span("name", text[run[0].start() : run[-1].end()], run[0].start(), run[-1].end()))
+    return spans
+
+
+def find_spans(text: str, vocabulary: Container[str] | None = None) -> list[Span]:
+    """The spans of `text` to keep unchanged, in order: URLs, e-mail addresses, numbers and, when `vocabulary`
+    (the tokenizer's token strings, `vocabulary_of`) is given, rare names."""
+    spans: list[Span] = [_stripped(m, "url") for m in _URL.finditer(text)]
+    spans += [_stripped(m, "email") for m in _EMAIL.finditer(text) if not _overlaps(m.start(), m.end(), spans)]
+    spans += [
+        Span("number", m.group(), m.start(), m.end())
+        for m in _NUMBER.finditer(text)
+        if not _SHORT_NUMBER.fullmatch(m.group()) and not _overlaps(m.start(), m.end(), spans)
+    ]
+    if vocabulary is not None:
+        spans += _name_spans(text, vocabulary, spans)
+    return sorted(spans, key=lambda span: span.start)
+
+
+def _free_placeholders(text: str, candidates: Sequence[str]) -> list[str]:
+    """The candidates that do not occur in `text` already (they would be restored as a span)."""
+    return [c for c in candidates if not _occurrences(c, text)]
+
+
+def _occurrences(placeholder: str, text: str) -> list[re.Match[str]]:
+    """Where `placeholder` stands alone in `text`: not inside a longer word or number."""
+    if placeholder[0].isdigit():
+        pattern = rf"(?<![\w.,:]){re.escape(placeholder)}(?![\w]|[.,:]\d)"
+    else:
+        pattern = rf"(?<!\w){re.escape(placeholder)}(?!\w)"
+    return list(re.finditer(pattern, text))
+
+
+def _pool_of(span: Span) -> str:
+    if span.kind != "number":
+        return "other"
+    return "year" if _YEAR.fullmatch(span.text) else "number"
+
+
+def protect(
+    text: str,
+    spans: Sequence[Span],
+    *,
+    name_placeholders: Sequence[str] = NAME_PLACEHOLDERS,
+    number_placeholders: Sequence[str] = NUMBER_PLACEHOLDERS,
+    year_placeholders: Sequence[str] = YEAR_PLACEHOLDERS,
+) -> Protected:
+    """`text` with each span replaced by its own placeholder (a four-digit number by a year, another number by a
+    two-digit number, anything else by a name).
+
+    Spans beyond the placeholders available (more than six of a kind, or placeholders already in the text) are
+    left as they are.
+    """
+    free = {
+        "number": _free_placeholders(text, number_placeholders),
+        "year": _free_placeholders(text, year_placeholders),
+        "other": _free_placeholders(text, name_placeholders),
+    }
+    pieces: list[str] = []
+    kept: list[Span] = []
+    placeholders: list[str] = []
+    position = 0
+    for span in sorted(spans, key=lambda s: s.start):
+        pool = free[_pool_of(span)] or (free["number"] if span.kind == "number" else [])
+        if not pool or span.start < position:
+            continue
+        placeholder = pool.pop(0)
+        pieces += [text[position : span.start], placeholder]
+        kept.append(span)
+        placeholders.append(placeholder)
+        position = span.end
+    pieces.append(text[position:])
+    return Protected(text, "".join(pieces), tuple(kept), tuple(placeholders))
+
+
+def restore(translation: str, protected: Protected) -> Restored:
+    """Put the spans of `protected` back into `translation` (the translation of ``protected.text``).
+
+    Each placeholder must come out exactly once; otherwise nothing is replaced and the result says which spans'
+    placeholders were dropped (`Restored.missing`) or repeated (`Restored.repeated`).
+    """
+    found = [_occurrences(p, translation) for p in protected.placeholders]
+    missing = tuple(s for s, hits in zip(protected.spans, found, strict=True) if not hits)
+    repeated = tuple(s for s, hits in zip(protected.spans, found, strict=True) if len(hits) > 1)
+    if missing or repeated:
+        return Restored(translation, False, missing, repeated)
+    replacements = [(hits[0], span.text) for hits, span in zip(found, protected.spans, strict=True)]
+    pieces: list[str] = []
+    position = 0
+    for match, original in sorted(replacements, key=lambda item: item[0].start()):
+        pieces += [translation[position : match.start()], original]
+        position = match.end()
+    pieces.append(translation[position:])
+    return Restored("".join(pieces), True)
+
+
+def _failure_note(label: str, restored: Restored) -> str:
+    parts = []
+    if restored.missing:
+        parts.append("dropped " + ", ".join(repr(s.text) for s in restored.missing))
+    if restored.repeated:
+        parts.append("repeated " + ", ".join(repr(s.text) for s in restored.repeated))
+    return f"{label} ({'; '.join(parts)})"
+
+
+def translate_keeping_spans(
+    translate_texts: Callable[[list[str], list[str]], list[str]],
+    sentences: Sequence[Any],
+    vocabulary: Container[str] | None,
+    labels: Sequence[str] | None = None,
+) -> list[str]:
+    """Translate `sentences` with their spans (`find_spans`) kept unchanged.
+
+    Args:
+        translate_texts: translates a list of texts; called as ``translate_texts(texts, labels)``, once for all
+            sentences and once more for those whose placeholders did not come back.
+        vocabulary: the tokenizer's token strings (`vocabulary_of`), to find rare names; None keeps URLs,
+            e-mail addresses and numbers only.
+        labels: how warnings name the sentences (default "sentence i").
+
+    A sentence whose placeholders the model dropped or repeated gets its translation without the guard, and one
+    `KeepSpansWarning` names every such sentence and span. A sentence without spans, or anything that is not a
+    text (left for `translate_texts` to refuse), is translated as it is.
+    """
+    if isinstance(sentences, str):
+        return translate_texts(sentences, labels)  # type: ignore[arg-type]  (for it to refuse, in its words)
+    sentences = list(sentences)
+    if labels is not None and (isinstance(labels, str) or len(labels) != len(sentences)):
+        return translate_texts(sentences, labels)  # type: ignore[arg-type]  (likewise)
+    labels = list(labels) if labels is not None else [f"sentence {i}" for i in range(1, len(sentences) + 1)]
+    guarded = [protect(s, find_spans(s, vocabulary)) if isinstance(s, str) else None for s in sentences]
+    texts = [g.text if g is not None else s for g, s in zip(guarded, sentences, strict=True)]
+    translations = translate_texts(texts, labels)
+    results: list[str] = []
+    failed: list[int] = []
+    notes: list[str] = []
+    for i, (translation, protected) in enumerate(zip(translations, guarded, strict=True)):
+        if protected is None or not protected.spans:
+            results.append(translation)
+            continue
+        restored = restore(translation, protected)
+        results.append(restored.text)
+        if not restored.ok:
+            failed.append(i)
+            notes.append(_failure_note(labels[i], restored))
+    if failed:
+        again = translate_texts([sentences[i] for i in failed], [labels[i] for i in failed])
+        for i, translation in zip(failed, again, strict=True):
+            results[i] = translation
+        more = f" and {len(notes) - _REPORTED} more" if len(notes) > _REPORTED else ""
+        warnings.warn(
+            "keep_spans: the model dropped or repeated a placeholder in "
+            + ", ".join(notes[:_REPORTED])
+            + more
+            + "; these sentences were translated without the guard.",
+            KeepSpansWarning,
+            stacklevel=2,
+        )
+    return results
