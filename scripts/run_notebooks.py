@@ -7,7 +7,7 @@
 Each notebook runs top to bottom in a fresh kernel of this Python (`sys.executable`, which needs ipykernel), with
 the notebook's folder as working directory and `HF_HUB_OFFLINE=1`, as a student would run it; the first cell that
 raises stops it, and the command exits with status 1 after trying the others. Prints each notebook's run time and
-size. Needs nbclient, nbformat and ipykernel (the [test] extra).
+size. Needs nbclient, nbformat and ipykernel (the [notebooks] or [test] extra).
 """
 
 from __future__ import annotations
