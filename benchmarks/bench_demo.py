@@ -12,7 +12,9 @@ cycling through the course examples:
   `gradio_client` take by themselves (``--no-floor`` skips it; not measured with ``--url``);
 * with ``--browser``, the course examples typed into the page in Chromium (Debian's ``/usr/bin/chromium`` through
   Playwright), N clicks on Translate: the time until the translation shows, and until the heatmap, the bertviz view
-  and the record file of that translation show too.
+  and the record file of that translation show too;
+* with ``--steps N`` instead (no server), the step-by-step view's server side next to the translation it follows
+  (`steps_times`).
 
 Prints a table of p50/p90/p99 latencies (and the server-side model time, read from the status line) and writes JSON
 with the raw numbers and a description of the machine.
@@ -20,6 +22,7 @@ with the raw numbers and a description of the machine.
     python benchmarks/bench_demo.py                       # shipped checkpoint, else a tiny random model
     python benchmarks/bench_demo.py --browser --backend torch --out bench.json
     python benchmarks/bench_demo.py --url http://127.0.0.1:7860/ --browser   # a demo started with `hf-vaswani demo`
+    python benchmarks/bench_demo.py --steps 3                                  # the step-by-step view
 """
 
 from __future__ import annotations
@@ -353,6 +356,64 @@ def print_table(report: dict[str, Any]) -> None:
     print(f"burst of {burst['threads']}: {burst['wall_s']:.2f} s wall, {burst['throughput_per_s']:.2f} requests/s")
 
 
+def steps_times(model: str | None, repeats: int, threads: int | None) -> dict[str, Any]:
+    """The step-by-step view's server side, side by side with the translation it follows, for each course
+    example, each figure encoded as the page's SVG (`vaswani_demo.components.figure`): the translation
+    (`translate_outputs`); the decoding trace alone; "step 1 shown", what the page runs after a translation
+    (`traced_outputs`: the trace and the first step's three figures); "tree shown", what it runs next
+    (`tree_output`); "view ready", the two together; one step change (three figures); and the SVG size of the
+    largest figure, the tree (the file a download saves, or draws on a canvas for PNG). Milliseconds
+    (`percentiles`) over `repeats` runs per sentence (its first run not counted); the tree's size in kB."""
+    import gradio as gr
+    import matplotlib
+    import torch
+
+    from vaswani_demo import steps_view
+    from vaswani_demo.backend import DemoBackend
+    from vaswani_demo.components import figure
+    from vaswani_demo.events import translate_outputs
+
+    if threads:
+        torch.set_num_threads(threads)
+    matplotlib.rcParams["svg.fonttype"] = "none"  # as build_app sets it
+    backend = DemoBackend.load(model or shipped_checkpoint())
+    with gr.Blocks():
+        plot = figure("figure", "bench-figure")
+    names = ("translate", "trace", "step 1 shown", "tree shown", "view ready", "step change")
+    times: dict[str, list[float]] = {name: [] for name in names}
+    tree_kb: list[float] = []
+    try:
+        for text, direction in EXAMPLES:
+            for run in range(repeats + 1):
+                started = time.perf_counter()
+                result, _ = translate_outputs(backend, text, direction)
+                translated = time.perf_counter()
+                steps_view.trace_of_record(backend, result.record)
+                traced = time.perf_counter()
+                outputs = steps_view.traced_outputs(backend, result.record)
+                for shown in outputs[5:]:
+                    plot.postprocess(shown)
+                first_step = time.perf_counter()
+                tree = plot.postprocess(steps_view.tree_output(outputs[0]))
+                tree_done = time.perf_counter()
+                for shown in steps_view.step_outputs(outputs[0], 2)[1:]:
+                    plot.postprocess(shown)
+                stepped = time.perf_counter()
+                if run:
+                    times["translate"].append(translated - started)
+                    times["trace"].append(traced - translated)
+                    times["step 1 shown"].append(first_step - traced)
+                    times["tree shown"].append(tree_done - first_step)
+                    times["view ready"].append(tree_done - traced)
+                    times["step change"].append(stepped - tree_done)
+                    tree_kb.append(len(tree.plot) * 3 / 4 / 1000)  # base64 in the data URL
+    finally:
+        backend.close()
+    table = {name: percentiles(values) for name, values in times.items()}
+    table["tree svg kB"] = {"max": max(tree_kb), "mean": float(np.mean(tree_kb))}
+    return table
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=None, help="model folder or Hub id (default: the shipped checkpoint)")
@@ -384,7 +445,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=ROOT / "test-artifacts" / "bench_demo.json", help="JSON output path"
     )
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only time the step-by-step view next to the translation, N runs per course example (no server)",
+    )
+    parser.add_argument("--threads", type=int, default=None, help="torch threads for --steps (default: torch's)")
     args = parser.parse_args(argv)
+    if args.steps:
+        table = steps_times(args.model, args.steps, args.threads)
+        for name, values in table.items():
+            print(f"{name:12s} " + "  ".join(f"{key} {value:.0f}" for key, value in values.items()))
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"steps": table, "machine": machine()}, indent=2) + "\n", encoding="utf-8")
+        return 0
     if args.sequential < 1 or args.concurrent < 1:
         parser.error("--sequential and --concurrent must be at least 1")
     if args.browser and not CHROMIUM.exists():

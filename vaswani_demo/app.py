@@ -11,17 +11,19 @@ values is answered with the demo's sentence (`api.values`), not Gradio's traceba
 from __future__ import annotations
 
 import inspect
-import json
 import os
 from collections.abc import Sequence
 from typing import Any
 
 import gradio as gr
+import matplotlib
 from gradio.i18n import I18nData
 
+from .answers import session_end_handler
 from .backend import DemoBackend
 from .events import request_language, wire_events
 from .layout import build_layout, page_i18n
+from .page_script import PAGE_CSS, head_middleware, page_load_js
 from .security import guard_middleware, needs_uploads, served_host_names
 from .settings import (
     APP_CSS,
@@ -35,16 +37,9 @@ from .texts import DEFAULT_LANGUAGE, LANGUAGES, PAGE, message
 
 __all__ = ["DemoBlocks", "build_app", "launch_app"]
 
-#: Gradio's i18n does not translate the browser tab's title: this sets it from the page's language, which Gradio
-#: writes into ``<html lang>`` once it has chosen it.
-_TITLES = json.dumps({language: PAGE[language]["title"] for language in LANGUAGES}, ensure_ascii=False)
-_TITLE_JS = (
-    "() => {\n"
-    f"  const titles = {_TITLES};\n"
-    '  const language = (document.documentElement.lang || "").split("-")[0].toLowerCase();\n'
-    f'  document.title = titles[language] || titles["{DEFAULT_LANGUAGE}"];\n'
-    "}"
-)
+#: Gradio's i18n does not translate the browser tab's title: the page's load script sets it, in the language it
+#: chose for the page (`vaswani_demo.page_script.page_load_js`).
+_LOAD_JS = page_load_js({language: PAGE[language]["title"] for language in LANGUAGES})
 
 
 def _in_english(value: Any, english: dict[str, str]) -> Any:
@@ -87,7 +82,7 @@ class DemoBlocks(gr.Blocks):
 
     def launch(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("i18n", self.demo_i18n)
-        kwargs.setdefault("js", _TITLE_JS)
+        kwargs.setdefault("js", _LOAD_JS)
         # Gradio keeps every session's copy of the page's config (and its record) for up to 10,000 sessions.
         kwargs.setdefault("state_session_capacity", MAX_SESSIONS)
         address = kwargs.get("server_name") or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1"
@@ -100,7 +95,8 @@ class DemoBlocks(gr.Blocks):
 
         app_kwargs = dict(kwargs.get("app_kwargs") or {})
         guard = guard_middleware(allowed_hosts, lambda: uploads)
-        app_kwargs["middleware"] = [*app_kwargs.get("middleware", ()), guard]
+        # The page's language script goes into its HTML before Gradio's scripts (`page_script.PageHeadInjector`).
+        app_kwargs["middleware"] = [*app_kwargs.get("middleware", ()), guard, head_middleware()]
         kwargs["app_kwargs"] = app_kwargs
         return super().launch(*args, **kwargs)
 
@@ -168,6 +164,9 @@ def build_app(
     if backend is None:
         backend = owned = DemoBackend.load(model_path, device=device, backend=translation_backend)
     i18n = page_i18n(backend.choices)
+    # The page's figures are SVG images (downloaded as SVG or PNG): text as text is half the size and time of
+    # text as paths.
+    matplotlib.rcParams["svg.fonttype"] = "none"
     with DemoBlocks(
         i18n=i18n,
         owned_backend=owned,
@@ -177,6 +176,7 @@ def build_app(
     ) as app:
         ui = build_layout(backend.choices, i18n)
         wire_events(app, ui, backend, concurrency_limit=concurrency_limit)
+        app.unload(session_end_handler(backend.files))  # a closed page's record file goes with it
     app.queue(default_concurrency_limit=concurrency_limit, max_size=max_queue)
     app.demo_backend = backend
     return app
@@ -202,5 +202,5 @@ def launch_app(
         show_error=False,
         footer_links=["api", "gradio"],
         allowed_paths=[str(app.demo_backend.files.folder)],
-        css=APP_CSS,
+        css=APP_CSS + PAGE_CSS,
     )

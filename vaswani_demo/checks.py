@@ -16,10 +16,12 @@ characters would be read as ``<unk>`` is refused; otherwise those characters are
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hf_vaswani.languages import LANGUAGE_TOKEN_PATTERN
 from hf_vaswani.source_checks import MAX_UNKNOWN_SHARE, unknown_characters
 from vaswani_inspect.ablation import Head
 
@@ -53,6 +55,8 @@ Note = tuple[str, dict[str, Any]]
 _SHOWN_CHARS = 40
 #: How many unknown pieces a message names.
 _SHOWN_PIECES = 10
+#: A lone UTF-16 surrogate: half of a character, which no str from a real text holds.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def shown(value: Any) -> str:
@@ -141,8 +145,9 @@ def text_notes(routes: Mapping[str, ServedModel], text: Any, direction: Any, max
     Raises:
         Refusal: a direction no model serves; not a string; empty or blank; longer than `MAX_CHARS` characters or
             `max_tokens` tokens as the direction's model reads it (language token, code or prefix and ``</s>``
-            included); mostly characters its tokenizer does not know or of special tokens typed as text,
-            ``<pad> <pad>`` (`hf_vaswani.source_checks.MAX_UNKNOWN_SHARE`).
+            included); holding a lone surrogate or a language token (``>>en<<``: the direction gives it); mostly
+            characters its tokenizer does not know or of special tokens typed as text, ``<pad> <pad>``
+            (`hf_vaswani.source_checks.MAX_UNKNOWN_SHARE`).
     """
     if not isinstance(direction, str) or direction not in routes:
         raise Refusal("direction", offered=Offered("direction", tuple(routes)))
@@ -154,6 +159,8 @@ def text_notes(routes: Mapping[str, ServedModel], text: Any, direction: Any, max
         raise Refusal("text.blank")
     if len(text) > MAX_CHARS:
         raise Refusal("text.chars", count=len(text), limit=MAX_CHARS)
+    _check_encodable(text)
+    _check_no_language_token(text)
     served = routes[direction]
     n_tokens = served.source_length(text, direction)
     if n_tokens > max_tokens:
@@ -172,6 +179,22 @@ def text_notes(routes: Mapping[str, ServedModel], text: Any, direction: Any, max
     if special:
         notes.append(("note.special", {"shown": _pieces([piece for piece in found.pieces if piece in special])}))
     return notes
+
+
+def _check_encodable(text: str) -> None:
+    """Refuse a text holding a lone UTF-16 surrogate (``"\\ud800"``, which JSON can carry from an API client): no
+    tokenizer can read it and no answer could repeat it."""
+    found = _SURROGATE.search(text)
+    if found:
+        raise Refusal("text.encoding", shown=ascii(found.group(0)))
+
+
+def _check_no_language_token(text: str) -> None:
+    """Refuse a ``>>xx<<`` typed into the text, as every command does (`hf_vaswani.languages.source_with_language`):
+    the direction gives the language token, and a second one would be split into pieces or read as a marker."""
+    found = LANGUAGE_TOKEN_PATTERN.search(text)
+    if found:
+        raise Refusal("text.language", token=shown(found.group(0)))
 
 
 def _pieces(pieces: Sequence[str]) -> str:

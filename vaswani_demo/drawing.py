@@ -13,19 +13,30 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+from matplotlib.patches import Rectangle
+
 from vaswani_inspect.alignment.config import alignment_settings
-from vaswani_inspect.alignment.links import align, alignment_matrix, source_words, target_words
-from vaswani_inspect.plots import plot_alignment, plot_alignment_links, plot_heatmap
+from vaswani_inspect.alignment.links import align, alignment_matrix, source_words, target_words, word_lists
+from vaswani_inspect.plots import ANNOTATE_MAX, new_figure, plot_alignment_links, plot_heatmap
 from vaswani_inspect.views import head_view_html, model_view_html
 
 from .checks import head_choice, layer_choice
-from .embed import iframe_html, placeholder_html, view_height
+from .embed import iframe_html, localised_view, placeholder_html, view_height
 from .figures import label_figure
 from .readings import filled_reading
 from .settings import KINDS, MEAN, MODEL_ALIGNER
 from .texts import DEFAULT_LANGUAGE, Named, message, page_text
 
-__all__ = ["alignment", "alignment_links", "pair_headers", "placeholder", "view", "word_pairs"]
+__all__ = [
+    "alignment",
+    "alignment_links",
+    "pair_headers",
+    "placeholder",
+    "view",
+    "word_heatmap",
+    "word_pairs",
+]
 
 
 def alignment(
@@ -51,11 +62,54 @@ def alignment(
     settings = _settings(record, layer, head, shift)
     pairs = _pairs(record, settings, skip_punctuation)
     if unit == "words" and pairs is not None:
-        figure = plot_alignment(record, **settings, skip_punctuation=skip_punctuation)
+        figure = word_heatmap(record, settings, skip_punctuation)
         return label_figure(figure, "figure.alignment", settings, language), pairs
     # Token-level heatmaps show one reading: the first of an averaged configuration.
     first = {key: value for key, value in settings.items() if key != "average_with"}
     return label_figure(_token_heatmap(record, first), "figure.tokens", first, language), pairs or []
+
+
+def word_heatmap(record: Any, settings: dict[str, Any], skip_punctuation: bool = True) -> Any:
+    """The word-level cross-attention of `settings` (`alignment_settings`) as a heatmap, each target word's most
+    attended source word boxed; with `skip_punctuation` the punctuation words have no row or column at all (they
+    would be rows and columns of zeros)."""
+    chosen = {**settings, "average_with": settings.get("average_with", [])}
+    matrix = alignment_matrix(record, **chosen, skip_punctuation=skip_punctuation)
+    links = align(record, **chosen, method="argmax", skip_punctuation=skip_punctuation)
+    sources, targets = word_lists(record)
+    columns = _kept(sources.punctuation(), skip_punctuation)
+    rows = _kept(targets.punctuation(), skip_punctuation)
+    shown = matrix[np.ix_(rows, columns)]
+    row_of, column_of = {j: n for n, j in enumerate(rows)}, {i: n for n, i in enumerate(columns)}
+    figure = new_figure(max(4.0, 0.6 * len(columns) + 2.5), max(3.0, 0.45 * len(rows) + 2.2))
+    ax = figure.add_subplot()
+    image = ax.imshow(shown, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest")
+    ax.set_xticks(range(len(columns)), [_label(sources.words[i]) for i in columns], rotation=60, ha="right",
+                  rotation_mode="anchor", fontsize=10)  # fmt: skip
+    ax.set_yticks(range(len(rows)), [_label(targets.words[j]) for j in rows], fontsize=10)
+    if max(shown.shape) <= ANNOTATE_MAX:
+        for y, x in np.ndindex(*shown.shape):
+            value = shown[y, x]
+            colour = "black" if value > 0.6 else "white"
+            ax.text(x, y, f"{value:.2f}", ha="center", va="center", fontsize=8, color=colour)
+    for i, j in links:
+        if i in column_of and j in row_of:
+            ax.add_patch(Rectangle((column_of[i] - 0.5, row_of[j] - 0.5), 1.0, 1.0, fill=False, edgecolor="red",
+                                   linewidth=2.0))  # fmt: skip
+    figure.colorbar(image, ax=ax, shrink=0.8)
+    return figure
+
+
+def _kept(punctuation: list[bool], skip_punctuation: bool) -> list[int]:
+    """The indices of the words a figure shows: every word, or with `skip_punctuation` all but punctuation (all of
+    them if every word is punctuation, so that the figure is never empty)."""
+    kept = [index for index, mark in enumerate(punctuation) if not (skip_punctuation and mark)]
+    return kept or list(range(len(punctuation)))
+
+
+def _label(word: str) -> str:
+    # "$" would start matplotlib mathtext.
+    return word.replace("$", r"\$")
 
 
 def word_pairs(
@@ -94,6 +148,7 @@ def view(record: Any, view: str = "head", kind: str = "encoder", language: str =
     view = "model" if view == "model" else "head"
     page = model_view_html(record, kind) if view == "model" else head_view_html(record, kind)
     title = message(language, "view.title", view=message(language, f"view.{view}"), kind=Named("kind", kind))
+    page = localised_view(page, language)
     return iframe_html(page, height=view_height(record, view, kind), title=title)
 
 

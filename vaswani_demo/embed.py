@@ -8,9 +8,10 @@ from the app.
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
 
-__all__ = ["iframe_html", "placeholder_html", "view_height"]
+__all__ = ["iframe_html", "localised_view", "placeholder_html", "view_height"]
 
 
 def placeholder_html(text: Any) -> str:
@@ -47,3 +48,45 @@ def view_height(record: Any, view: str, kind: str) -> int:
         drawing = max(layers * thumbnail + 40, longest * 18 + 70)
         return int(min(header + drawing + 40, 2400))
     return int(min(header + 70 + longest * 22.5 + 40, 2400))
+
+
+#: The words of the toolkit's bertviz pages (`vaswani_inspect.views`), in Spanish: (pattern, replacement).
+_SPANISH_VIEW = (
+    (re.compile(r'<html lang="en">'), '<html lang="es">'),
+    (re.compile(r"– head view</title>"), "– vista de cabezas</title>"),
+    (re.compile(r"– model view</title>"), "– vista del modelo</title>"),
+    (re.compile(r"<h2>Encoder self-attention \("), "<h2>Self-attention del encoder ("),
+    (re.compile(r"<h2>Decoder self-attention \("), "<h2>Self-attention del decoder ("),
+    (re.compile(r"\(head view\)</h2>"), "(vista de cabezas)</h2>"),
+    (re.compile(r"\(model view\)</h2>"), "(vista del modelo)</h2>"),
+    (
+        re.compile(r'<p class="note">model: ([^<·]*) · direction: ([^<·]*) · token level\.[^<]*</p>'),
+        r'<p class="note">modelo: \1 · dirección: \2 · nivel de token. Las filas del decoder y de la cross-attention '
+        r"llevan el token de entrada del decoder: la fila del token t es la atención con la que se predice el token "
+        r"t+1.</p>",
+    ),
+    (
+        re.compile(r'<p class="note">(\w+): (\d+) layers x (\d+) heads</p>'),
+        r'<p class="note">\1: \2 capas × \3 cabezas</p>',
+    ),
+    (re.compile(r"Layer: <select"), "Capa: <select"),
+    (re.compile(r"Attention: <select"), "Atención: <select"),
+)
+
+#: Style added to every bertviz page: larger text, and a page that scrolls sideways on a narrow screen instead of
+#: clipping the drawing.
+_VIEW_STYLE = (
+    "<style>html, body { overflow: auto; -webkit-text-size-adjust: 100%; } "
+    "body { font-size: 16px; } h2 { font-size: 1.2em; } .note { font-size: 0.95em; }</style>"
+)
+
+
+def localised_view(page: str, language: str) -> str:
+    """A bertviz page of `vaswani_inspect.views` with its headings, notes and labels in `language` ("es" or
+    "en") and the demo's style (larger text, scrolls on a phone)."""
+    if language == "es":
+        for pattern, replacement in _SPANISH_VIEW:
+            page = pattern.sub(replacement, page)
+    # Token labels a little larger than bertviz's 15 / 13 px, for a projector and a phone.
+    page = page.replace("TEXT_SIZE = 15", "TEXT_SIZE = 17").replace("TEXT_SIZE = 13", "TEXT_SIZE = 14")
+    return page.replace("</head>", _VIEW_STYLE + "</head>", 1)

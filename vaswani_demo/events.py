@@ -21,6 +21,9 @@ every one and answers a bad one with its own sentence, not Gradio's generic erro
 
 Every handler answers in the language of its request (`request_language`: the ``Accept-Language`` header, which a
 browser sets from its language settings); the page's own texts are translated in the browser by Gradio's i18n.
+
+Long because every event of the page is wired here, next to the handler that answers it, so that the order of
+output components and the order of returned values can be read side by side.
 """
 
 from __future__ import annotations
@@ -37,15 +40,26 @@ import vaswani_demo.drawing as drawing
 from .answers import request_language, warn_on_page
 from .backend import DemoBackend
 from .checks import alignment_options, translation_request, view_options
+from .components import FIGURE_NAMES
 from .explaining import explanation_handlers
 from .layout import DemoLayout
+from .page_script import (
+    CURRENT_LANGUAGE_JS,
+    CURRENT_PRESENTATION_JS,
+    SET_PRESENTATION_JS,
+    SWITCH_LANGUAGE_JS,
+    download_js,
+)
 from .runner import AblationResult, TranslationResult
+from .settings import MODEL_ALIGNER
+from .steps_view import wire_steps
 from .texts import DEFAULT_LANGUAGE, Refusal, message
 
 __all__ = [
     "ablation_handler",
     "ablation_outputs",
     "after_translation_endpoints",
+    "head_controls",
     "alignment_outputs",
     "page_load_handler",
     "record_output",
@@ -55,6 +69,7 @@ __all__ = [
     "translate_outputs",
     "view_output",
     "wire_events",
+    "wire_page_controls",
 ]
 
 logger = logging.getLogger(__name__)
@@ -134,16 +149,16 @@ def view_output(record: Any, view: Any = None, kind: Any = None, *, language: st
     return drawing.view(record, options["view"], options["kind"], language)
 
 
-def record_output(backend: DemoBackend, record: Any) -> str | None:
-    """What ``/record`` returns for the session's last translation: the path of its JSON file
-    (`vaswani_demo.files.RecordFiles.save`; None once the backend is closed).
+def record_output(backend: DemoBackend, record: Any, session: str | None = None) -> str | None:
+    """What ``/record`` returns for the session's last translation: the path of its JSON file, the one file of
+    `session` (`vaswani_demo.files.RecordFiles.save`; None once the backend is closed).
 
     Raises:
         Refusal: no translation yet (`record` is None).
     """
     if record is None:
         raise Refusal("api.first")
-    return backend.files.save(record)
+    return backend.files.save(record, session)
 
 
 def translate_handler(backend: DemoBackend) -> Callable[..., tuple[Any, ...]]:
@@ -275,7 +290,7 @@ def _drawing_functions(
             record: path of the attention record JSON (vaswani_inspect.AttentionRecord).
         """
         try:
-            return record_output(backend, record)
+            return record_output(backend, record, getattr(request, "session_hash", None))
         except Exception as error:  # noqa: BLE001 - the fallback tells it
             return fallback(request_language(request), error, "failed.record", None)
 
@@ -376,6 +391,31 @@ def page_load_handler() -> Callable[..., Any]:
     return load
 
 
+def head_controls() -> Callable[..., tuple[Any, Any]]:
+    """The layer control's function for the head and shift controls: off (and the head's note says why) for the
+    model's aligner, which reads its own heads and shift; on for any other layer."""
+
+    def update(layer: Any, request: gr.Request | None = None) -> tuple[Any, Any]:
+        free = layer != MODEL_ALIGNER
+        note = message(request_language(request), "head.free" if free else "head.fixed")
+        return gr.update(interactive=free, info=note), gr.update(interactive=free)
+
+    return update
+
+
+def wire_page_controls(app: gr.Blocks, ui: DemoLayout) -> None:
+    """The language switch (reloads the page in the chosen language), the presentation mode and the figures'
+    download buttons: all in the browser (`vaswani_demo.page_script`)."""
+    browser_only: dict[str, Any] = dict(api_visibility="private", queue=False)
+    app.load(None, js=CURRENT_LANGUAGE_JS, outputs=[ui.language], **browser_only)
+    app.load(None, js=CURRENT_PRESENTATION_JS, outputs=[ui.present], **browser_only)
+    ui.language.input(None, inputs=[ui.language], outputs=[ui.language], js=SWITCH_LANGUAGE_JS, **browser_only)
+    ui.present.input(None, inputs=[ui.present], outputs=[ui.present], js=SET_PRESENTATION_JS, **browser_only)
+    for elem_id, (png, svg) in ui.downloads.items():
+        png.click(None, js=download_js(elem_id, FIGURE_NAMES[elem_id], "png"), **browser_only)
+        svg.click(None, js=download_js(elem_id, FIGURE_NAMES[elem_id], "svg"), **browser_only)
+
+
 #: Clears what the previous sentence left (heatmap, lines, view, record file, source-share bar) in the browser as a
 #: translation starts, without a server round trip: it would otherwise stand next to the new translation until its
 #: own is drawn.
@@ -414,9 +454,13 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
     stale = [ui.plot, ui.links, ui.views, ui.record_file, ui.share_plot]
     clear: dict[str, Any] = dict(fn=None, js=_CLEAR_JS, outputs=stale, api_visibility="private", queue=False)
 
+    trace_steps = wire_steps(ui.steps, backend, ui.record_state, redraw_events)
+
     def after(translation: Any) -> None:
-        """Once `translation` (an event) has finished: draw its figures and offer its record, side by side."""
+        """Once `translation` (an event) has finished: draw its figures, trace its decoding step by step and offer
+        its record, side by side."""
         translation.then(explained_alignment, inputs=explained_inputs, outputs=explained_shown, **redraw_events)
+        trace_steps(translation)
         translation.then(redraw_view, inputs=view_inputs, outputs=[ui.views], **redraw_events)
         translation.then(offer_record, inputs=[ui.record_state], outputs=[ui.record_file], **redraw_events)
 
@@ -433,8 +477,10 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
     after(translated)
     ui.text.submit(**clear)
     after(ui.text.submit(api_visibility="private", **model_events))
-    example_loaded = ui.examples.load_input_event.then(**clear)
-    after(example_loaded.then(api_visibility="private", **model_events))
+    for examples in (ui.examples, ui.failures):
+        if examples is not None:
+            example_loaded = examples.load_input_event.then(**clear)
+            after(example_loaded.then(api_visibility="private", **model_events))
 
     ablation_inputs = [ui.record_state, ui.ablate_encoder, ui.ablate_decoder, ui.ablate_cross]
     ablation_inputs += [ui.layer, ui.head, ui.shift, ui.skip_punctuation]
@@ -454,4 +500,8 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
     ui.method.change(describe_method, inputs=[ui.method], outputs=[ui.method_note], api_visibility="private")
     for control in (ui.view, ui.kind):
         control.change(redraw_view, inputs=view_inputs, outputs=[ui.views], **redraw_events)
+    # The model's aligner reads its own heads and shift: those controls are off, and say why, while it is chosen.
+    heads_shown = [ui.head, ui.shift]
+    ui.layer.change(head_controls(), inputs=[ui.layer], outputs=heads_shown, api_visibility="private", queue=False)
+    wire_page_controls(app, ui)
     app.load(page_load_handler(), outputs=[ui.pairs], api_visibility="private", queue=False)

@@ -12,7 +12,8 @@ inside a ``gr.Blocks`` context; the ``elem_id`` of each component is what the br
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import gradio as gr
 from gradio.i18n import I18nData
@@ -20,15 +21,37 @@ from gradio.i18n import I18nData
 from vaswani_inspect.attribution import METHODS
 
 from .choices import DemoChoices
+from .components import FIGURE_NAMES, download_buttons, figure
 from .drawing import pair_headers
 from .embed import placeholder_html
 from .explaining import method_note
 from .models import architecture_name
-from .settings import DIRECTIONS, EXAMPLES, KINDS, MAX_CHARS, STATE_TTL_SECONDS, UNITS, VIEWS
+from .settings import (
+    DIRECTIONS,
+    EXAMPLES,
+    FAILURE_EXAMPLES,
+    KINDS,
+    MAX_CHARS,
+    MODEL_ALIGNER,
+    STATE_TTL_SECONDS,
+    UNITS,
+    VIEWS,
+)
+from .steps_view import StepsLayout, steps_section
 from .texts import DEFAULT_LANGUAGE, LANGUAGES, Named, message, page_texts
 from .texts import choices as fixed_choices
 
-__all__ = ["DemoLayout", "aligner_note", "build_layout", "page_i18n", "page_translations", "served_note"]
+__all__ = [
+    "FIGURE_NAMES",
+    "DemoLayout",
+    "aligner_note",
+    "build_layout",
+    "download_buttons",
+    "figure",
+    "page_i18n",
+    "page_translations",
+    "served_note",
+]
 
 #: The controls whose choices `page_translations` names, with the values they offer.
 _CHOICE_CONTROLS = {"direction": DIRECTIONS, "kind": KINDS, "view": VIEWS, "unit": UNITS, "method": METHODS}
@@ -106,6 +129,9 @@ def _choices(i18n: gr.I18n, control: str, values: list[str] | tuple[str, ...]) -
 class DemoLayout:
     """The components the events read and write."""
 
+    # the page's language switch and presentation mode
+    language: gr.Radio
+    present: gr.Checkbox
     # translation inputs
     text: gr.Textbox
     direction: gr.Radio
@@ -113,6 +139,7 @@ class DemoLayout:
     max_new_tokens: gr.Slider
     button: gr.Button
     examples: gr.Examples
+    failures: gr.Examples | None
     # translation outputs
     translation: gr.Textbox
     status: gr.Textbox
@@ -130,6 +157,8 @@ class DemoLayout:
     plot: gr.Plot
     links: gr.Plot
     pairs: gr.Dataframe
+    # the decoder step by step: the step shown, its figures, the beam tree, and the session's decoding trace
+    steps: StepsLayout
     # switching heads off: one checkbox group per attention kind, and the translations with and without them
     ablate_encoder: gr.CheckboxGroup
     ablate_decoder: gr.CheckboxGroup
@@ -149,51 +178,109 @@ class DemoLayout:
     explanations_state: gr.State
     # never shown: what the API's /alignment and /view endpoints hang on (the page draws through its own events)
     api_trigger: gr.Button
+    # each figure's download buttons, by the figure's elem_id: (PNG button, SVG button)
+    downloads: dict[str, tuple[gr.Button, gr.Button]] = field(default_factory=dict)
 
 
 def build_layout(choices: DemoChoices, i18n: gr.I18n) -> DemoLayout:
-    """Add the demo's components to the current ``gr.Blocks``, their texts keys of `i18n`, and return them."""
-    gr.Markdown(i18n("intro"))
-    gr.Markdown(i18n("served.note"), elem_id="served")
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=1):
-            inputs = _translation_inputs(choices, i18n)
-        with gr.Column(scale=1):
-            outputs = _translation_outputs(i18n)
-    # The course examples of the directions served; each label is the sentence and its direction code, the same in
-    # both languages.
-    served = [example for example in EXAMPLES if example[1] in choices.directions]
-    examples = gr.Examples(
-        [list(example) for example in served],
-        inputs=[inputs["text"], inputs["direction"]],
-        label=i18n("examples.label"),
-        cache_examples=False,
-        example_labels=[f"{text}  ({direction.replace('-', '→')})" for text, direction in served],
-    )
-    alignment = _alignment_section(choices, i18n)
-    ablation = _ablation_section(choices, i18n)
-    bertviz = _bertviz_section(i18n)
+    """Add the demo's components to the current ``gr.Blocks``, their texts keys of `i18n`, and return them.
+
+    The translate tab shows, top to bottom, the sentence and its translation, the alignment figures (the course's
+    picture first), the special tokens' legend and the explanation method; the figure options, the technical
+    prose and the rest are folded. The step-by-step view, the ablation panel and bertviz have a tab each."""
+    downloads: dict[str, tuple[gr.Button, gr.Button]] = {}
+    with gr.Row(elem_id="page-controls"):
+        with gr.Column(scale=4):
+            gr.Markdown(i18n("intro"))
+        with gr.Column(scale=1, min_width=200):
+            language = gr.Radio(
+                [(i18n(f"language.{code}"), code) for code in ("es", "en")],
+                value=None,
+                label=i18n("language.label"),
+                elem_id="language",
+            )
+            present = gr.Checkbox(False, label=i18n("present.label"), elem_id="present")
+    gr.Markdown(i18n("served.note"), elem_id="served", elem_classes=["vaswani-hide-in-presentation"])
+    with gr.Tabs(elem_id="tabs"):
+        with gr.Tab(i18n("tab.translate"), id="translate", elem_id="tab-translate"):
+            # On a phone the left column dissolves (`page_script.PAGE_CSS`): the translation comes right after the
+            # button, the examples after the translation.
+            with gr.Row(equal_height=False, elem_id="translate-row"):
+                with gr.Column(scale=1, elem_id="translate-left"):
+                    inputs = _translation_inputs(choices, i18n)
+                    with gr.Column(elem_id="examples-block"):
+                        examples, failures = _examples(choices, i18n, inputs)
+                with gr.Column(scale=1, elem_id="translate-right"):
+                    outputs = _translation_outputs(i18n)
+                    # The course's picture of the alignment, next to the sentence it aligns.
+                    links = figure(i18n("links.label"), "alignment-links", show_label=False)
+                    downloads["alignment-links"] = download_buttons(i18n, "alignment-links")
+            alignment = _alignment_section(choices, i18n, downloads)
+            with gr.Accordion(i18n("more.label"), open=False, elem_classes=["vaswani-hide-in-presentation"]):
+                share_plot = figure(i18n("share.label"), "source-share")
+                downloads["source-share"] = download_buttons(i18n, "source-share")
+                record_file = gr.File(label=i18n("record.label"), interactive=False, elem_id="record-file")
+        with gr.Tab(i18n("tab.steps"), id="steps", elem_id="tab-steps"):
+            steps = steps_section(i18n, downloads)
+        with gr.Tab(i18n("tab.ablation"), id="ablation", elem_id="tab-ablation"):
+            ablation = _ablation_section(choices, i18n, downloads)
+        with gr.Tab(i18n("tab.bertviz"), id="bertviz-tab", elem_id="tab-bertviz"):
+            bertviz = _bertviz_section(i18n)
     record_state = gr.State(None, time_to_live=STATE_TTL_SECONDS)
     explanations_state = gr.State(None, time_to_live=STATE_TTL_SECONDS)
     api_trigger = gr.Button(visible=False, elem_id="api-trigger")
     return DemoLayout(
+        language=language,
+        present=present,
         **inputs,
         examples=examples,
+        failures=failures,
         **outputs,
+        share_plot=share_plot,
+        record_file=record_file,
         **alignment,
+        links=links,
+        steps=steps,
         **ablation,
         **bertviz,
         record_state=record_state,
         explanations_state=explanations_state,
         api_trigger=api_trigger,
+        downloads=downloads,
     )
 
 
+def _examples(choices: DemoChoices, i18n: gr.I18n, inputs: dict[str, Any]) -> tuple[gr.Examples, gr.Examples | None]:
+    """The course examples the model translates right, and the failures to discuss, of the directions served; each
+    label is the sentence and its direction code, the same in both languages."""
+
+    def examples(rows: tuple[tuple[str, str], ...], label: I18nData, elem_id: str) -> gr.Examples | None:
+        served = [row for row in rows if row[1] in choices.directions]
+        if not served:
+            return None
+        return gr.Examples(
+            [list(row) for row in served],
+            inputs=[inputs["text"], inputs["direction"]],
+            label=label,
+            cache_examples=False,
+            example_labels=[f"{text}  ({direction.replace('-', '→')})" for text, direction in served],
+            elem_id=elem_id,
+        )
+
+    course = examples(EXAMPLES, i18n("examples.label"), "course-examples")
+    with gr.Group(elem_classes=["vaswani-hide-in-presentation"]):
+        failures = examples(FAILURE_EXAMPLES, i18n("failures.label"), "failure-examples")
+        if failures is not None:
+            gr.Markdown(i18n("failures.note"), elem_id="failures-note")
+    return course, failures
+
+
 def _translation_inputs(choices: DemoChoices, i18n: gr.I18n) -> dict[str, gr.components.Component]:
+    # One line to start with: Enter translates (Gradio submits a one-line box on Enter), Shift+Enter adds a line.
     text = gr.Textbox(
         label=i18n("text.label"),
         placeholder=i18n("text.placeholder"),
-        lines=2,
+        lines=1,
         max_lines=6,
         elem_id="source-text",
     )
@@ -205,7 +292,8 @@ def _translation_inputs(choices: DemoChoices, i18n: gr.I18n) -> dict[str, gr.com
         interactive=not fixed,
         elem_id="direction",
     )
-    with gr.Accordion(i18n("decoding.label"), open=False):
+    button = gr.Button(i18n("translate.button"), variant="primary", elem_id="translate-button")
+    with gr.Accordion(i18n("decoding.label"), open=False, elem_classes=["vaswani-hide-in-presentation"]):
         num_beams = gr.Slider(
             1, choices.max_beams, value=choices.default_beams, step=1, label=i18n("beams.label"), elem_id="num-beams"
         )
@@ -217,7 +305,6 @@ def _translation_inputs(choices: DemoChoices, i18n: gr.I18n) -> dict[str, gr.com
             label=i18n("new_tokens.label"),
             elem_id="max-new-tokens",
         )
-    button = gr.Button(i18n("translate.button"), variant="primary", elem_id="translate-button")
     return dict(text=text, direction=direction, num_beams=num_beams, max_new_tokens=max_new_tokens, button=button)
 
 
@@ -226,63 +313,81 @@ def _translation_outputs(i18n: gr.I18n) -> dict[str, gr.components.Component]:
         label=i18n("translation.label"), interactive=False, lines=2, buttons=["copy"], elem_id="translation"
     )
     status = gr.Textbox(label=i18n("status.label"), interactive=False, lines=2, elem_id="status")
-    share_plot = gr.Plot(label=i18n("share.label"), format="png", elem_id="source-share")
-    record_file = gr.File(label=i18n("record.label"), interactive=False, elem_id="record-file")
-    return dict(translation=translation, status=status, share_plot=share_plot, record_file=record_file)
+    return dict(translation=translation, status=status)
 
 
-def _alignment_section(choices: DemoChoices, i18n: gr.I18n) -> dict[str, gr.components.Component]:
-    gr.Markdown(i18n("alignment.intro"))
-    gr.Markdown(i18n("aligner.note"), visible=choices.aligner != "trained", elem_id="aligner-note")
-    method = gr.Radio(
-        _choices(i18n, "method", choices.methods),
-        value=choices.default_method,
-        label=i18n("method.label"),
-        elem_id="method",
-    )
-    gr.Markdown(i18n("methods.missing"), visible=bool(choices.missing_methods), elem_id="methods-missing")
-    note = gr.Markdown(i18n("method.note"), elem_id="method-note")
+def _alignment_section(
+    choices: DemoChoices, i18n: gr.I18n, downloads: dict[str, tuple[gr.Button, gr.Button]]
+) -> dict[str, gr.components.Component]:
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1):
+            plot = figure(i18n("plot.label"), "alignment-plot", show_label=False)
+            downloads["alignment-plot"] = download_buttons(i18n, "alignment-plot")
+        with gr.Column(scale=1):
+            gr.Markdown(i18n("legend"), elem_id="token-legend")
+            with gr.Group(elem_classes=["vaswani-hide-in-presentation"]):
+                method = gr.Radio(
+                    _choices(i18n, "method", choices.methods),
+                    value=choices.default_method,
+                    label=i18n("method.label"),
+                    elem_id="method",
+                )
+                gr.Markdown(i18n("methods.missing"), visible=bool(choices.missing_methods), elem_id="methods-missing")
+            controls = _alignment_controls(choices, i18n)
+    return dict(method=method, plot=plot, **controls)
+
+
+def _alignment_controls(choices: DemoChoices, i18n: gr.I18n) -> dict[str, gr.components.Component]:
+    """The folded part of the alignment section: the reading's controls and word pairs, then the prose."""
     defaults = choices.defaults
     layers = [value for _, value in choices.layer_options[DEFAULT_LANGUAGE]]
     heads = [value for _, value in choices.head_options[DEFAULT_LANGUAGE]]
-    with gr.Row():
-        layer = gr.Dropdown(
-            _choices(i18n, "layer", layers), value=defaults["layer"], label=i18n("layer.label"), elem_id="layer"
-        )
-        head = gr.Dropdown(
-            _choices(i18n, "head", heads), value=defaults["head"], label=i18n("head.label"), elem_id="head"
-        )
-        with gr.Column(min_width=200):
-            shift = gr.Checkbox(defaults["shift"], label=i18n("shift.label"), elem_id="shift")
-            skip_punctuation = gr.Checkbox(True, label=i18n("skip_punctuation.label"), elem_id="skip-punctuation")
-        unit = gr.Radio(_choices(i18n, "unit", UNITS), value="words", label=i18n("unit.label"), elem_id="unit")
-    with gr.Row(equal_height=False):
-        plot = gr.Plot(label=i18n("plot.label"), show_label=False, format="png", scale=1, elem_id="alignment-plot")
-        with gr.Column(scale=1):
-            links = gr.Plot(label=i18n("links.label"), show_label=False, format="png", elem_id="alignment-links")
-            # Gradio's i18n does not translate column names: the page's load event sets them in its language.
-            pairs = gr.Dataframe(
-                headers=pair_headers(),
-                datatype=["str", "str", "number"],
-                label=i18n("pairs.label"),
-                interactive=False,
-                elem_id="alignment-pairs",
+    aligner = defaults["layer"] == MODEL_ALIGNER  # the model's aligner reads its own heads: nothing to choose
+    with gr.Accordion(i18n("options.label"), open=False, elem_classes=["vaswani-hide-in-presentation"]):
+        with gr.Row():
+            layer = gr.Dropdown(
+                _choices(i18n, "layer", layers), value=defaults["layer"], label=i18n("layer.label"), elem_id="layer"
             )
+            head = gr.Dropdown(
+                _choices(i18n, "head", heads),
+                value=defaults["head"],
+                label=i18n("head.label"),
+                info=i18n("head.fixed" if aligner else "head.free"),
+                interactive=not aligner,
+                elem_id="head",
+            )
+            with gr.Column(min_width=200):
+                shift = gr.Checkbox(
+                    defaults["shift"], label=i18n("shift.label"), interactive=not aligner, elem_id="shift"
+                )
+                skip_punctuation = gr.Checkbox(True, label=i18n("skip_punctuation.label"), elem_id="skip-punctuation")
+            unit = gr.Radio(_choices(i18n, "unit", UNITS), value="words", label=i18n("unit.label"), elem_id="unit")
+        # Gradio's i18n does not translate column names: the page's load event sets them in its language.
+        pairs = gr.Dataframe(
+            headers=pair_headers(),
+            datatype=["str", "str", "number"],
+            label=i18n("pairs.label"),
+            interactive=False,
+            elem_id="alignment-pairs",
+        )
+    with gr.Accordion(i18n("about.label"), open=False, elem_classes=["vaswani-hide-in-presentation"]):
+        gr.Markdown(i18n("alignment.intro"))
+        gr.Markdown(i18n("aligner.note"), visible=choices.aligner != "trained", elem_id="aligner-note")
+        note = gr.Markdown(i18n("method.note"), elem_id="method-note")
     return dict(
-        method=method,
         method_note=note,
         layer=layer,
         head=head,
         shift=shift,
         skip_punctuation=skip_punctuation,
         unit=unit,
-        plot=plot,
-        links=links,
         pairs=pairs,
     )
 
 
-def _ablation_section(choices: DemoChoices, i18n: gr.I18n) -> dict[str, gr.components.Component]:
+def _ablation_section(
+    choices: DemoChoices, i18n: gr.I18n, downloads: dict[str, tuple[gr.Button, gr.Button]]
+) -> dict[str, gr.components.Component]:
     gr.Markdown(i18n("ablation.intro"))
     with gr.Row():
         groups = {
@@ -299,19 +404,14 @@ def _ablation_section(choices: DemoChoices, i18n: gr.I18n) -> dict[str, gr.compo
     with gr.Row(equal_height=False):
         with gr.Column(scale=1):
             original = gr.Textbox(label=i18n("ablation_original.label"), interactive=False, elem_id="ablation-original")
-            original_links = gr.Plot(
-                label=i18n("ablation_original_links.label"),
-                show_label=False,
-                format="png",
-                elem_id="ablation-original-links",
-            )
+            original_links = figure(i18n("ablation_original_links.label"), "ablation-original-links", show_label=False)
+            downloads["ablation-original-links"] = download_buttons(i18n, "ablation-original-links")
         with gr.Column(scale=1):
             ablated = gr.Textbox(
                 label=i18n("ablation_translation.label"), interactive=False, elem_id="ablation-translation"
             )
-            ablated_links = gr.Plot(
-                label=i18n("ablation_links.label"), show_label=False, format="png", elem_id="ablation-links"
-            )
+            ablated_links = figure(i18n("ablation_links.label"), "ablation-links", show_label=False)
+            downloads["ablation-links"] = download_buttons(i18n, "ablation-links")
     return dict(
         **groups,
         ablate_button=button,

@@ -13,22 +13,31 @@
   ``allow_remote_access``, it answers every ``Host``.
 * **Uploads.** Gradio serves ``/gradio_api/upload`` to every app, and serves back what was uploaded. The demo has no
   input that takes a file (`needs_uploads`), so the route answers 404 and nothing is stored.
+* **Queue calls.** A call of Gradio's queue (``/gradio_api/queue/join``, how the page runs its events) names its
+  event by ``fn_index``; Gradio answers one it does not have with a 500 and a traceback in the log. (An API call,
+  ``/gradio_api/call/NAME``, is checked the same way.) The guard reads
+  the body first (at most `MAX_QUEUE_BODY_BYTES`) and answers a body that is not a JSON object, whose
+  ``session_hash`` is not printable ASCII or whose ``fn_index`` is not one of the app's events, with 422 (413 for a
+  body that is too large); a good call goes on unchanged.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+import json
+from collections.abc import Awaitable, Callable, Collection, Iterable, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = [
     "LOCAL_HOST_NAMES",
+    "MAX_QUEUE_BODY_BYTES",
     "RequestGuard",
     "WILDCARD_ADDRESSES",
     "guard_middleware",
     "host_name",
     "needs_uploads",
+    "queue_call_problem",
     "served_host_names",
 ]
 
@@ -43,12 +52,19 @@ LOCAL_HOST_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 WILDCARD_ADDRESSES = frozenset({"", "0.0.0.0", "::", "*"})
 #: Gradio's upload route, under the app's root path.
 _UPLOAD_ROUTE = "/gradio_api/upload"
+#: Gradio's routes that put an event on its queue, under the app's root path: the page's, an API client's.
+_QUEUE_ROUTE = "/gradio_api/queue/join"
+_CALL_ROUTE = "/gradio_api/call/"
+#: The largest body of a queue call the guard reads: a translation's values are a few hundred bytes, and the
+#: demo takes no file through the queue.
+MAX_QUEUE_BODY_BYTES = 1 << 20
 
 _HOST_REFUSED = (
     "403 Forbidden: this demo answers only requests for the host names it serves on ({names}), not {host!r}. "
     "Open it at the address it printed when it started.\n"
 )
 _UPLOAD_REFUSED = "404 Not Found: this demo takes no file uploads (none of its components reads a file).\n"
+_TOO_LARGE = "The body of a queue call is larger than {limit} bytes: the demo's events take a few values."
 
 
 def host_name(value: str | None) -> str | None:
@@ -86,6 +102,29 @@ def _is_loopback_literal(name: str) -> bool:
         return False
 
 
+def queue_call_problem(body: bytes, events: Collection[int]) -> str | None:
+    """Why the body of a queue call (``/gradio_api/queue/join``) cannot be answered, or None when it can: not a
+    JSON object, a ``session_hash`` that is not printable ASCII (Gradio's are random letters and digits; another
+    breaks its session state), or an ``fn_index`` that is not one of `events` (the app's event indexes). Anything
+    else is left to Gradio's own checks (a missing ``data`` or ``session_hash``), which answer 4xx."""
+    try:
+        call = json.loads(body)
+    except (UnicodeDecodeError, ValueError):
+        return "the body of a queue call must be JSON."
+    if not isinstance(call, dict):
+        return f"the body of a queue call must be a JSON object, got {type(call).__name__}."
+    session = call.get("session_hash")
+    if session is not None and not (isinstance(session, str) and session.isascii() and session.isprintable()):
+        return f"session_hash must be a string of printable ASCII characters, got {ascii(session)[:40]}."
+    index = call.get("fn_index")
+    if index is None:
+        return None  # Gradio says "No function index provided." itself
+    if isinstance(index, bool) or not isinstance(index, int) or index not in events:
+        shown = json.dumps(index)[:40]
+        return f"fn_index {shown} is not one of this app's events (0 to {max(events, default=-1)})."
+    return None
+
+
 def needs_uploads(inputs: Iterable[Any]) -> bool:
     """True when one of `inputs` (the Gradio components that events read) takes files from the browser: it has an
     ``upload`` event and is not explicitly read-only (``interactive=False``). Output-only components (the record's
@@ -99,14 +138,17 @@ def needs_uploads(inputs: Iterable[Any]) -> bool:
 
 
 class RequestGuard:
-    """ASGI middleware: refuses a request for a host name the demo does not serve on (403) and, when
-    `uploads_allowed` says so, Gradio's upload route (404); everything else goes on to `app`.
+    """ASGI middleware: refuses a request for a host name the demo does not serve on (403), when
+    `uploads_allowed` says so Gradio's upload route (404), and a malformed queue call (422, `queue_call_problem`);
+    everything else goes on to `app`.
 
     Args:
         app: the ASGI app it guards.
         allowed_hosts: called for every request: the host names answered (`served_host_names`), None for all.
             A callable, since the share link's host is known only once the server runs.
         uploads_allowed: called for every upload request: whether the route is served.
+        events: called for every queue call: the app's event indexes (default: those of the Gradio app serving
+            the request, ``scope["app"].get_blocks().fns``).
     """
 
     def __init__(
@@ -115,10 +157,12 @@ class RequestGuard:
         *,
         allowed_hosts: Callable[[], frozenset[str] | None],
         uploads_allowed: Callable[[], bool],
+        events: Callable[[], Collection[int]] | None = None,
     ) -> None:
         self.app = app
         self.allowed_hosts = allowed_hosts
         self.uploads_allowed = uploads_allowed
+        self.events = events
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -138,7 +182,38 @@ class RequestGuard:
         if path.rstrip("/") == _UPLOAD_ROUTE and not self.uploads_allowed():
             await _refuse(scope, send, 404, _UPLOAD_REFUSED)
             return
+        if scope["type"] == "http" and scope.get("method") == "POST" and _is_queue_call(path.rstrip("/")):
+            await self._checked_queue_call(scope, receive, send)
+            return
         await self.app(scope, receive, send)
+
+    async def _checked_queue_call(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Read a queue call's body, refuse it when it is malformed, else pass it on with its body replayed."""
+        body = await _read_body(receive, MAX_QUEUE_BODY_BYTES)
+        if body is None:
+            await _refuse(scope, send, 413, _TOO_LARGE.format(limit=MAX_QUEUE_BODY_BYTES), as_json=True)
+            return
+        problem = queue_call_problem(body, self._event_indexes(scope))
+        if problem is not None:
+            await _refuse(scope, send, 422, f"Malformed queue call: {problem}", as_json=True)
+            return
+        replayed = False
+
+        async def replay() -> MutableMapping[str, Any]:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # a disconnect, later
+
+        await self.app(scope, replay, send)
+
+    def _event_indexes(self, scope: Scope) -> Collection[int]:
+        if self.events is not None:
+            return self.events()
+        get_blocks = getattr(scope.get("app"), "get_blocks", None)
+        blocks = get_blocks() if get_blocks is not None else None
+        return getattr(blocks, "fns", {}).keys()
 
 
 def guard_middleware(allowed_hosts: Callable[[], frozenset[str] | None], uploads_allowed: Callable[[], bool]) -> Any:
@@ -155,11 +230,38 @@ def _header(scope: Scope, wanted: bytes) -> str | None:
     return None
 
 
-async def _refuse(scope: Scope, send: Send, status: int, text: str) -> None:
+def _is_queue_call(path: str) -> bool:
+    """Whether `path` (under the root path) puts an event on Gradio's queue: the page's ``queue/join`` or an API
+    client's ``call/NAME``."""
+    return path == _QUEUE_ROUTE or (path.startswith(_CALL_ROUTE) and "/" not in path[len(_CALL_ROUTE) :])
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole body of an HTTP request; None once it is longer than `limit` bytes (the rest is not read)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":  # the client left
+            return b"".join(chunks)
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def _refuse(scope: Scope, send: Send, status: int, text: str, *, as_json: bool = False) -> None:
+    """Answer with `status` and `text` (as FastAPI's ``{"detail": text}`` with `as_json`), or close a websocket."""
     if scope["type"] == "websocket":  # before the handshake is accepted: the client sees the connection refused
         await send({"type": "websocket.close", "code": 1008})
         return
-    body = text.encode("utf-8")
-    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+    if as_json:
+        body, kind = json.dumps({"detail": text}).encode("utf-8"), b"application/json"
+    else:
+        body, kind = text.encode("utf-8"), b"text/plain; charset=utf-8"
+    headers = [(b"content-type", kind), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

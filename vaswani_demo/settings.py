@@ -15,6 +15,7 @@ __all__ = [
     "DEFAULT_MAX_QUEUE",
     "DIRECTIONS",
     "EXAMPLES",
+    "FAILURE_EXAMPLES",
     "FILE_TTL_SECONDS",
     "HEAD_LABEL",
     "KINDS",
@@ -26,6 +27,7 @@ __all__ = [
     "METHOD_OPTIONS",
     "MODEL_ALIGNER",
     "MODEL_ENV",
+    "SHARE_CONSTANT_METHODS",
     "SHARE_FALLBACK",
     "STATE_TTL_SECONDS",
     "UNITS",
@@ -71,16 +73,27 @@ STATE_TTL_SECONDS = 3600
 #: the oldest of this many.
 MAX_SESSIONS = 200
 
-#: The course examples, each Spanish sentence next to its English counterpart: (text, direction).
+#: The course examples (sentences of the course's lectures, and their counterparts in the other language), each a
+#: (text, direction) the shipped model translates right with the demo's default decoding (beam 4): "el gato negro"
+#: -> "the black cat", ... (`tests/vaswani_demo/test_course_examples.py` pins each translation).
 EXAMPLES: tuple[tuple[str, str], ...] = (
     ("el gato negro", "es-en"),
     ("the black cat", "en-es"),
     ("El gato se comió el ratón.", "es-en"),
     ("The cat ate the mouse.", "en-es"),
-    ("El banco aprobó el crédito", "es-en"),
+    ("El ratón comió al gato.", "es-en"),
+    ("The mouse ate the cat.", "en-es"),
+    ("El gato come pescado fresco.", "es-en"),
+    ("The cat eats fresh fish.", "en-es"),
+    ("El banco aprobó el crédito.", "es-en"),
+    ("I sat on the bench in the square", "en-es"),
+)
+#: Course sentences the shipped model gets wrong, offered as failures to discuss: "The bank approved the loan" ->
+#: "el banco aprobó el présto" (an invented word), "Me senté en el banco de la plaza" -> "I sat on the bank of the
+#: square" (the wrong "banco").
+FAILURE_EXAMPLES: tuple[tuple[str, str], ...] = (
     ("The bank approved the loan", "en-es"),
     ("Me senté en el banco de la plaza", "es-en"),
-    ("I sat on the bench in the square", "en-es"),
 )
 
 #: The values of the radio buttons (their labels, by language, are `vaswani_demo.texts.CHOICES`).
@@ -101,9 +114,13 @@ MODEL_ALIGNER = "model"
 #: than float32, scores within about 2 %: `benchmarks/bench_attribution.py`); where the model's device has no
 #: fast bfloat16 matmuls the runner keeps float32 (`vaswani_demo.runner`).
 METHOD_OPTIONS: dict[str, dict[str, object]] = {"integrated_gradients": {"precision": "bfloat16"}}
-#: The method whose source-vs-prefix share the page shows when the chosen one measures none: it reads only the
-#: record's attention (milliseconds, no model run).
-SHARE_FALLBACK = "rollout"
+#: The method whose source-vs-prefix share the page shows when the chosen one measures none: ALTI+, which measures
+#: how much each input vector makes up each attention block's output (one model pass, about 0.1 s of CPU for a
+#: course sentence).
+SHARE_FALLBACK = "alti_plus"
+#: Methods whose `source_share` is a constant of the method, not a measurement: rollout's is 1 - 0.5 ** (decoder
+#: layers) for every word of every sentence (its 0.5 residual convention). The page draws `SHARE_FALLBACK`'s instead.
+SHARE_CONSTANT_METHODS: tuple[str, ...] = ("rollout",)
 #: The file of a model folder that says how faithful each explanation method measured on that model (written by
 #: ``benchmarks/bench_explanations.py``).
 MEASUREMENTS_FILE = "explanations.json"

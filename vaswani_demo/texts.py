@@ -36,6 +36,8 @@ __all__ = [
     "fields_of",
     "language_from_header",
     "message",
+    "PAGE_LANGUAGE_COOKIE",
+    "page_language_cookie",
     "page_text",
     "page_texts",
 ]
@@ -123,6 +125,48 @@ PAGE: dict[str, dict[str, str]] = {
         "kind.label": "Attention",
         "views.label": "bertviz view",
         "placeholder": "Translate a sentence to see its attention heads here.",
+        "language.label": "Idioma / Language",
+        "language.es": "Español",
+        "language.en": "English",
+        "head.fixed": "The model's aligner reads its own heads: choose a layer to choose a head.",
+        "head.free": "Which head of the chosen layer to read.",
+        "present.label": "Presentation mode (large type)",
+        "tab.translate": "Translate",
+        "tab.steps": "Step by step",
+        "tab.ablation": "Switch heads off",
+        "tab.bertviz": "Inside the heads (bertviz)",
+        "failures.label": "Failures to discuss (click one to translate it)",
+        "failures.note": (
+            'The model gets these wrong: "The bank approved the loan" becomes "el banco aprobó el présto", an '
+            'invented word ("loan" is rare in its training sentences, so it glues pieces together); "Me senté '
+            'en el banco de la plaza" becomes "I sat on the bank of the square" (it knows "banco" only as a '
+            "bank, never as a bench). Ask the class why."
+        ),
+        "about.label": "What the figures show, and the other explanation methods",
+        "options.label": "Figure options: layer, head, shift, punctuation",
+        "more.label": "More: source or target prefix per word, attention record (JSON)",
+        "legend": (
+            "**Special tokens**: `>>en<<` / `>>es<<` language token, tells the model which language to translate "
+            "into; `<s>` start of sentence; `</s>` end of sentence; `▁` a word starts here (pieces without it "
+            "continue the previous word); `<pad>` padding, filler that is never read; `<unk>` a character the "
+            "model has never seen."
+        ),
+        "download.png": "Download PNG",
+        "download.svg": "Download SVG",
+        "steps.intro": (
+            "## The decoder, step by step\n"
+            "The model writes the translation one piece at a time. At each step it scores every piece of its "
+            "vocabulary, keeps the best hypotheses (the beam) and looks at the source words. Move the slider, or "
+            "use the buttons, to walk through the steps of the last translation."
+        ),
+        "steps.slider": "Step",
+        "steps.previous": "◀ Previous step",
+        "steps.next": "Next step ▶",
+        "steps.status": "Step",
+        "steps.candidates": "Candidates for the next piece",
+        "steps.attention": "Which source word the model looks at in this step",
+        "steps.target": "Translation so far (the future, still unknown, in grey)",
+        "steps.tree": "Beam search tree",
     },
     "es": {
         "title": "Attention Is All You Need: traducir e inspeccionar",
@@ -206,6 +250,48 @@ PAGE: dict[str, dict[str, str]] = {
         "kind.label": "Atención",
         "views.label": "Vista de bertviz",
         "placeholder": "Traduce una oración para ver aquí sus cabezas de atención.",
+        "language.label": "Idioma / Language",
+        "language.es": "Español",
+        "language.en": "English",
+        "head.fixed": "El alineador del modelo lee sus propias cabezas: elige una capa para elegir una cabeza.",
+        "head.free": "Qué cabeza de la capa elegida se lee.",
+        "present.label": "Modo presentación (letra grande)",
+        "tab.translate": "Traducir",
+        "tab.steps": "Paso a paso",
+        "tab.ablation": "Apagar cabezas",
+        "tab.bertviz": "Dentro de las cabezas (bertviz)",
+        "failures.label": "Fallos para comentar en clase (haz clic en uno para traducirlo)",
+        "failures.note": (
+            'El modelo se equivoca con estas: "The bank approved the loan" sale como "el banco aprobó el '
+            'présto", una palabra inventada ("loan" es rara en sus oraciones de entrenamiento, así que pega '
+            'trozos); "Me senté en el banco de la plaza" sale como "I sat on the bank of the square" (solo '
+            'conoce "banco" como entidad financiera, nunca como asiento). Pregunta a la clase por qué.'
+        ),
+        "about.label": "Qué muestran las figuras, y los otros métodos de explicación",
+        "options.label": "Opciones de la figura: capa, cabeza, desplazamiento, puntuación",
+        "more.label": "Más: fuente o prefijo por palabra, registro de atención (JSON)",
+        "legend": (
+            "**Tokens especiales**: `>>en<<` / `>>es<<` token de idioma, le dice al modelo a qué idioma traducir; "
+            "`<s>` inicio de la oración; `</s>` fin de la oración; `▁` aquí empieza una palabra (los trozos sin él "
+            "continúan la palabra anterior); `<pad>` relleno, que nunca se lee; `<unk>` un carácter que el modelo "
+            "nunca ha visto."
+        ),
+        "download.png": "Descargar PNG",
+        "download.svg": "Descargar SVG",
+        "steps.intro": (
+            "## El decoder, paso a paso\n"
+            "El modelo escribe la traducción trozo a trozo. En cada paso puntúa cada trozo de su vocabulario, "
+            "se queda con las mejores hipótesis (el haz) y mira las palabras de la fuente. Mueve el control, o "
+            "usa los botones, para recorrer los pasos de la última traducción."
+        ),
+        "steps.slider": "Paso",
+        "steps.previous": "◀ Paso anterior",
+        "steps.next": "Paso siguiente ▶",
+        "steps.status": "Paso",
+        "steps.candidates": "Candidatos para el siguiente trozo",
+        "steps.attention": "Qué palabra de la fuente mira el modelo en este paso",
+        "steps.target": "Traducción hasta aquí (el futuro, aún desconocido, en gris)",
+        "steps.tree": "Árbol de la búsqueda en haz",
     },
 }
 
@@ -225,6 +311,7 @@ CHOICES: dict[str, dict[str, dict[str, str]]] = {
             "input_x_gradient": "Input × gradient",
             "integrated_gradients": "Integrated gradients",
             "value_zeroing": "Value zeroing",
+            "alti_plus": "ALTI+ (contributions)",
         },
     },
     "es": {
@@ -245,6 +332,7 @@ CHOICES: dict[str, dict[str, dict[str, str]]] = {
             "input_x_gradient": "Entrada × gradiente",
             "integrated_gradients": "Gradientes integrados",
             "value_zeroing": "Anulación de valores",
+            "alti_plus": "ALTI+ (contribuciones)",
         },
     },
 }
@@ -260,11 +348,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "head.one": "head {head}",
         "head.several": "heads {heads}",
         # the figures' titles and axes
-        "figure.alignment": "cross-attention alignment, {settings}",
-        "figure.tokens": "cross-attention, {settings}",
-        "figure.links": "aligned words, {settings}",
+        "figure.alignment": "Which source word each translated word looks at\n({settings})",
+        "figure.tokens": "Attention of each decoder step over the source pieces\n({settings})",
+        "figure.links": "Each translated word joined to the source word it looks at most\n({settings})",
         "figure.source_words": "source words",
-        "figure.target_words": "target words",
+        "figure.target_words": "translated words",
         "figure.keys": "keys (source)",
         "figure.queries": "queries (decoder input)",
         "figure.layers.mean": "mean of layers",
@@ -273,6 +361,27 @@ MESSAGES: dict[str, dict[str, str]] = {
         "figure.head": "head {head}",
         "figure.heads": "heads {heads}",
         "figure.shifted": "shifted",
+        "head.fixed": "The model's aligner reads its own heads: choose a layer to choose a head.",
+        "head.free": "Which head of the chosen layer to read.",
+        "steps.none": "Translate a sentence: its decoding steps appear here.",
+        "steps.failed": "The decoding steps could not be traced ({error}).",
+        "steps.where": "Step {step} of {steps}: the model chose {piece} (probability {probability}).",
+        "steps.where.end": "Step {step} of {steps}: the model ended the sentence (probability {probability}).",
+        "steps.probability": "probability",
+        "steps.weight": "attention weight",
+        "steps.candidates.title": "Step {step}: the most probable next pieces\n(orange: the one taken)",
+        "steps.attention.title": "Step {step}: which source word the model looks at",
+        "steps.target.title": (
+            "Step {step}: the translation so far\n(grey: not written yet, hidden from the decoder by its mask)"
+        ),
+        "steps.tree.title": (
+            "Beam search ({beams} hypotheses kept per step, {steps} steps): the chosen path in orange, "
+            "the probability of each piece on its edge"
+        ),
+        "steps.differs": (
+            "The steps retrace generate(), which here translates “{traced}”; the translation above was chosen by "
+            "CTranslate2."
+        ),
         # the aligned-words table
         "pairs.target": "target word",
         "pairs.source": "source word",
@@ -319,6 +428,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "text.special": (
             "The text is made of the model's special tokens ({shown}): they mark the start, end or padding of a "
             "sentence, they are not words, so there is nothing to translate. Type words in Spanish or English."
+        ),
+        "text.language": (
+            "The text contains the language token {token}: the language to translate into comes from the "
+            "direction, not from the text. Remove it and choose the direction."
+        ),
+        "text.encoding": (
+            "The text contains {shown}, half of a character (a lone UTF-16 surrogate) that no text can hold: "
+            "it was damaged on its way here. Type or paste it again."
         ),
         "note.special": "{shown}: the model's special tokens, not words, read as markers.",
         "note.unknown.one": "The model has never seen {shown}: it read it as <unk>.",
@@ -376,7 +493,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         ),
         "method.about.rollout": (
             "attention followed back through every decoder layer, self- and cross-attention together (Abnar and "
-            "Zuidema 2020); it also splits each target word between the source and the target prefix."
+            "Zuidema 2020); its split between the source and the target prefix is the same for every word (1 - "
+            "0.5 to the number of layers), so the bar shows ALTI+'s."
         ),
         "method.about.saliency": (
             "how strongly each target word's log-probability responds to each source word's embedding (the size "
@@ -389,6 +507,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "method.about.integrated_gradients": (
             "gradients added up along a path from all-zero embeddings to the real ones: the slowest method here, "
             "seconds per sentence."
+        ),
+        "method.about.alti_plus": (
+            "how much of each attention block's output each input vector makes up, residual and layer norm "
+            "included, followed through the encoder, the decoder and the cross-attention (Ferrando et al. 2022); "
+            "it also measures how much of each target word comes from the source and how much from the target "
+            "prefix."
         ),
         "method.about.value_zeroing": (
             "how far each target position's final decoder state moves when one source token's values are zeroed in "
@@ -447,11 +571,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "head.mean": "promedio de todas las cabezas",
         "head.one": "cabeza {head}",
         "head.several": "cabezas {heads}",
-        "figure.alignment": "alineamiento de la cross-attention, {settings}",
-        "figure.tokens": "cross-attention, {settings}",
-        "figure.links": "palabras alineadas, {settings}",
-        "figure.source_words": "palabras fuente",
-        "figure.target_words": "palabras destino",
+        "figure.alignment": "Qué palabra de la fuente mira cada palabra traducida\n({settings})",
+        "figure.tokens": "Atención de cada paso del decoder sobre los trozos de la fuente\n({settings})",
+        "figure.links": "Cada palabra traducida unida a la palabra de la fuente que más mira\n({settings})",
+        "figure.source_words": "palabras de la fuente",
+        "figure.target_words": "palabras traducidas",
         "figure.keys": "keys (fuente)",
         "figure.queries": "queries (entrada del decoder)",
         "figure.layers.mean": "promedio de las capas",
@@ -460,6 +584,26 @@ MESSAGES: dict[str, dict[str, str]] = {
         "figure.head": "cabeza {head}",
         "figure.heads": "cabezas {heads}",
         "figure.shifted": "desplazado",
+        "head.fixed": "El alineador del modelo lee sus propias cabezas: elige una capa para elegir una cabeza.",
+        "head.free": "Qué cabeza de la capa elegida se lee.",
+        "steps.none": "Traduce una oración: aquí aparecen sus pasos de decodificación.",
+        "steps.failed": "No se pudieron seguir los pasos de decodificación ({error}).",
+        "steps.where": "Paso {step} de {steps}: el modelo eligió {piece} (probabilidad {probability}).",
+        "steps.where.end": "Paso {step} de {steps}: el modelo terminó la oración (probabilidad {probability}).",
+        "steps.probability": "probabilidad",
+        "steps.weight": "peso de la atención",
+        "steps.candidates.title": "Paso {step}: los trozos siguientes más probables\n(naranja: el elegido)",
+        "steps.attention.title": "Paso {step}: qué palabra de la fuente mira el modelo",
+        "steps.target.title": (
+            "Paso {step}: la traducción hasta aquí\n(gris: aún no escrita, la máscara se la oculta al decoder)"
+        ),
+        "steps.tree.title": (
+            "Búsqueda en haz ({beams} hipótesis por paso, {steps} pasos): el camino elegido en naranja, "
+            "la probabilidad de cada trozo en su arista"
+        ),
+        "steps.differs": (
+            "Los pasos rehacen generate(), que aquí traduce “{traced}”; la traducción de arriba la eligió CTranslate2."
+        ),
         "pairs.target": "palabra destino",
         "pairs.source": "palabra fuente",
         "pairs.weight": "peso",
@@ -508,6 +652,14 @@ MESSAGES: dict[str, dict[str, str]] = {
             "El texto está hecho de tokens especiales del modelo ({shown}): marcan el inicio, el final o el relleno "
             "de una frase, no son palabras, así que no hay nada que traducir. Escribe palabras en español o en "
             "inglés."
+        ),
+        "text.language": (
+            "El texto contiene el token de idioma {token}: el idioma al que traducir lo da la dirección, no el "
+            "texto. Quítalo y elige la dirección."
+        ),
+        "text.encoding": (
+            "El texto contiene {shown}, la mitad de un carácter (un sustituto UTF-16 suelto) que ningún texto "
+            "puede contener: se dañó por el camino. Vuelve a escribirlo o a pegarlo."
         ),
         "note.special": "{shown}: tokens especiales del modelo, no palabras, leídos como marcas.",
         "note.unknown.one": "El modelo nunca ha visto {shown}: lo leyó como <unk>.",
@@ -562,7 +714,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         ),
         "method.about.rollout": (
             "la atención seguida hacia atrás por todas las capas del decoder, self-attention y cross-attention a la "
-            "vez (Abnar y Zuidema 2020); además reparte cada palabra destino entre la fuente y el prefijo destino."
+            "vez (Abnar y Zuidema 2020); su reparto entre la fuente y el prefijo destino es el mismo para toda "
+            "palabra (1 - 0,5 elevado al número de capas), así que la barra muestra el de ALTI+."
         ),
         "method.about.saliency": (
             "cuánto responde la log-probabilidad de cada palabra destino al embedding de cada palabra fuente (el "
@@ -575,6 +728,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "method.about.integrated_gradients": (
             "gradientes sumados a lo largo de un camino desde embeddings a cero hasta los reales: el método más "
             "lento de aquí, segundos por oración."
+        ),
+        "method.about.alti_plus": (
+            "qué parte de la salida de cada bloque de atención forma cada vector de entrada, con la conexión "
+            "residual y la normalización de capa, seguida por el encoder, el decoder y la cross-attention (Ferrando "
+            "et al. 2022); además mide cuánto de cada palabra destino sale de la fuente y cuánto del prefijo destino."
         ),
         "method.about.value_zeroing": (
             "cuánto se mueve el estado final del decoder en cada posición destino cuando se ponen a cero los "
@@ -738,3 +896,18 @@ def language_from_header(accept_language: str | None) -> str:
 def fields_of(template: str) -> set[str]:
     """The `{name}` fields of a template (for the tests that check both languages fill the same ones)."""
     return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+#: The cookie in which the page keeps the language it shows (set by `vaswani_demo.page_script`), so that the
+#: server answers the page's events in the same language as its labels.
+PAGE_LANGUAGE_COOKIE = "vaswani_lang"
+
+
+def page_language_cookie(cookie_header: str | None) -> str | None:
+    """The page's language from a ``Cookie`` header (`PAGE_LANGUAGE_COOKIE`), or None when it names none of
+    `LANGUAGES`."""
+    for item in (cookie_header or "").split(";"):
+        name, _, value = item.strip().partition("=")
+        if name == PAGE_LANGUAGE_COOKIE and value.strip() in LANGUAGES:
+            return value.strip()
+    return None

@@ -1,9 +1,11 @@
 """The demo in a real browser, for the browser tests: the app served on a free port, Debian chromium headless,
-one page open on it, English, 1280 x 1000."""
+one page open on it, English, 1280 x 1000; and `show`, which brings a control that sits in another tab or in a
+closed accordion onto the screen (Gradio mounts neither until they are opened)."""
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,6 +14,7 @@ import pytest
 from tests.helpers import ROOT
 from tests.vaswani_demo.test_demo import CHROMIUM, CHROMIUM_ARGS, _free_port
 from vaswani_demo import build_app, launch_app
+from vaswani_demo.texts import page_text
 
 #: Where the browser tests leave their screenshots.
 ARTIFACTS = ROOT / "test-artifacts"
@@ -38,3 +41,39 @@ def demo_page(backend: Any) -> Iterator[tuple[Any, Any]]:
                 browser.close()
     finally:
         app.close()
+
+
+#: The tabs of the page, by the ``id`` of their ``gr.Tab`` (the tab's button is ``#<elem_id>-button``).
+TABS = {"translate": "tab-translate", "steps": "tab-steps", "ablation": "tab-ablation", "bertviz": "tab-bertviz"}
+
+#: The closed accordions of the page, by the text key of their label.
+ACCORDIONS = ("decoding.label", "options.label", "about.label", "more.label")
+
+
+def open_tab(page: Any, tab: str) -> None:
+    """Select the tab `tab` (a key of `TABS`) and wait until its panel is shown."""
+    if tab not in TABS:
+        raise ValueError(f"no tab {tab!r}; the page has {sorted(TABS)}")
+    expect = pytest.importorskip("playwright.sync_api").expect
+    page.locator(f"#{TABS[tab]}-button").click()
+    expect(page.locator(f"#{TABS[tab]}")).to_be_visible(timeout=60_000)
+
+
+def open_accordion(page: Any, label_key: str, language: str = "en") -> None:
+    """Open the accordion labelled by the page text `label_key` in `language`, if it is closed (a click on an open
+    one would close it)."""
+    if label_key not in ACCORDIONS:
+        raise ValueError(f"no accordion {label_key!r}; the page has {list(ACCORDIONS)}")
+    expect = pytest.importorskip("playwright.sync_api").expect
+    button = page.locator("button.label-wrap").filter(has_text=page_text(language, label_key)).first
+    expect(button).to_be_visible(timeout=60_000)
+    if "open" not in (button.get_attribute("class") or "").split():
+        button.click()
+    expect(button).to_have_class(re.compile(r"\bopen\b"), timeout=60_000)
+
+
+def show(page: Any, tab: str, accordion: str | None = None, language: str = "en") -> None:
+    """Bring the controls of `tab`, and those in its accordion labelled by the text key `accordion`, on screen."""
+    open_tab(page, tab)
+    if accordion is not None:
+        open_accordion(page, accordion, language)

@@ -23,7 +23,7 @@ from vaswani_inspect.extract import extract  # noqa: E402
 
 pytest.importorskip("gradio")
 
-from tests.vaswani_demo.browser import ARTIFACTS, demo_page  # noqa: E402
+from tests.vaswani_demo.browser import ARTIFACTS, demo_page, show  # noqa: E402
 from tests.vaswani_demo.test_demo import CHROMIUM  # noqa: E402
 
 
@@ -151,21 +151,27 @@ def test_browser_switches_heads_off(backend):
     with demo_page(backend) as (page, expect):
         source = page.locator("#source-text textarea")
         # Before any translation the button explains itself.
+        show(page, "ablation")
         page.locator("#ablate-button").click()
         expect(page.locator("#ablation-status textarea")).to_have_value(
             re.compile("^Translate a sentence first"), timeout=60_000
         )
+        show(page, "translate")
         source.fill("el gato negro")
         page.locator("#translate-button").click()
         translation = page.locator("#translation textarea")
         expect(translation).not_to_have_value("", timeout=120_000)
+        translated = translation.input_value()
+        # Counted once the figures are drawn: the source-share bar (drawn with them) runs ALTI+ in the model.
+        expect(page.locator("#alignment-plot img").first).to_be_visible(timeout=60_000)
         runs = backend.runner.model_runs
+        show(page, "ablation")
         for label in backend.choices.head_labels("cross"):
             page.locator("#ablate-cross").get_by_role("checkbox", name=label, exact=True).check()
         page.locator("#ablate-button").click()
         status = page.locator("#ablation-status textarea")
         expect(status).to_have_value(re.compile(r"head\(s\) off \(cross L0 H0"), timeout=120_000)
-        expect(page.locator("#ablation-original textarea")).to_have_value(translation.input_value())
+        expect(page.locator("#ablation-original textarea")).to_have_value(translated)
         expect(page.locator("#ablation-translation textarea")).not_to_have_value("", timeout=60_000)
         expect(page.locator("#ablation-original-links img").first).to_be_visible(timeout=60_000)
         expect(page.locator("#ablation-links img").first).to_be_visible(timeout=60_000)

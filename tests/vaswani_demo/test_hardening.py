@@ -250,9 +250,10 @@ def test_closing_the_app_leaves_a_given_backend_open(backend):
 
 def test_no_record_folder_outlives_the_process(model_path: str, tmp_path: Path):
     """One app is closed, the other is left open when the interpreter exits: no ``vaswani-demo-*`` folder
-    remains in the temporary directory either way."""
+    remains either way (they are made in the folder Gradio serves its files from, ``GRADIO_TEMP_DIR``)."""
     temporary = tmp_path / "tmp"
     temporary.mkdir()
+    served = tmp_path / "g"
     script = textwrap.dedent(
         f"""
         import os
@@ -264,13 +265,13 @@ def test_no_record_folder_outlives_the_process(model_path: str, tmp_path: Path):
         closed.close()
         left_open = build_app({model_path!r}, translation_backend="torch")
         assert left_open.demo_backend.files.save(record)
-        print(sorted(os.listdir({str(temporary)!r})))
+        print(sorted(os.listdir({str(served)!r})))
         """
     )
-    env = {**os.environ, "TMPDIR": str(temporary), "OMP_NUM_THREADS": "1", "GRADIO_TEMP_DIR": str(tmp_path / "g")}
+    env = {**os.environ, "TMPDIR": str(temporary), "OMP_NUM_THREADS": "1", "GRADIO_TEMP_DIR": str(served)}
     result = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "vaswani-demo-" in result.stdout  # the open app's folder existed while the process ran
-    assert not list(temporary.glob("vaswani-demo-*"))
+    assert not list(served.glob("vaswani-demo-*")) and not list(temporary.glob("vaswani-demo-*"))

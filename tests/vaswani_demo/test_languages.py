@@ -26,11 +26,15 @@ pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
 
 from tests.helpers import ROOT  # noqa: E402
+from tests.vaswani_demo.browser import show  # noqa: E402
 from tests.vaswani_demo.test_demo import CHROMIUM, CHROMIUM_ARGS, _free_port  # noqa: E402
 
 #: Texts that are the same in both languages on purpose: the course calls cross-attention by its English name.
 SAME_IN_BOTH = {
     ("PAGE", "ablate.cross.label"),
+    ("PAGE", "language.label"),  # the language switch names both languages, each in itself
+    ("PAGE", "language.es"),
+    ("PAGE", "language.en"),
     ("MESSAGES", "figure.tokens"),
     ("MESSAGES", "served.torch"),  # a library and its function's name
     ("CHOICES", "kind.cross"),
@@ -166,8 +170,8 @@ def test_every_text_of_the_page_is_an_i18n_key(backend):
 def test_the_course_examples_come_in_both_languages():
     spanish = [text for text, direction in EXAMPLES if direction == "es-en"]
     english = [text for text, direction in EXAMPLES if direction == "en-es"]
-    assert spanish == ["el gato negro", "El gato se comió el ratón.", "El banco aprobó el crédito",
-                       "Me senté en el banco de la plaza"]  # fmt: skip
+    assert spanish == ["el gato negro", "El gato se comió el ratón.", "El ratón comió al gato.",
+                       "El gato come pescado fresco.", "El banco aprobó el crédito."]  # fmt: skip
     assert len(english) == len(spanish) and "The cat ate the mouse." in english
 
 
@@ -193,10 +197,14 @@ def test_the_backend_speaks_spanish(backend):
     assert 'title="bertviz, vista del modelo: Cross-attention"' in drawing.view(result.record, "model", "cross", "es")
     figure, _ = drawing.alignment(result.record, "mean", "mean", "words", False, True, "es")
     ax = figure.axes[0]
-    assert ax.get_title() == "alineamiento de la cross-attention, promedio de las capas, todas las cabezas"
-    assert (ax.get_xlabel(), ax.get_ylabel()) == ("palabras fuente", "palabras destino")
+    assert ax.get_title() == (
+        "Qué palabra de la fuente mira cada palabra traducida\n(promedio de las capas, todas las cabezas)"
+    )
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("palabras de la fuente", "palabras traducidas")
     links = drawing.alignment_links(result.record, "0", "1", True, True, "es")
-    assert links.axes[0].get_title() == "palabras alineadas, capa 0, cabeza 1, desplazado"
+    assert links.axes[0].get_title() == (
+        "Cada palabra traducida unida a la palabra de la fuente que más mira\n(capa 0, cabeza 1, desplazado)"
+    )
     assert backend.runner.ablate(None, {}, language="es").status.startswith("Primero traduce una oración")
     none = backend.runner.ablate(result.record, {"cross": []}, language="es").status
     assert none == "Marca al menos una cabeza que quieras apagar."
@@ -261,8 +269,10 @@ def test_browser_shows_the_page_in_its_language(url: str, backend: DemoBackend, 
             expect(page.locator("#source-text")).to_contain_text(page_text["text.label"])
             assert source.get_attribute("placeholder") == page_text["text.placeholder"]
             expect(page.locator("#translate-button")).to_have_text(page_text["translate.button"])
-            expect(page.locator("#ablate-button")).to_have_text(page_text["ablate.button"])
             expect(page.locator("#direction")).to_contain_text(direction_label)
+            show(page, "ablation")
+            expect(page.locator("#ablate-button")).to_have_text(page_text["ablate.button"])
+            show(page, "translate", "options.label", language)
             # The layer control starts from the model's alignment configuration, labelled in the page's language.
             layer = backend.choices.default_choices()["layer"]
             layer_label = dict((value, label) for label, value in backend.choices.layer_choices(language))[layer]
@@ -287,6 +297,9 @@ def test_browser_shows_the_page_in_its_language(url: str, backend: DemoBackend, 
             # Each aligned pair names a source word.
             expect(page.locator("#alignment-pairs")).to_contain_text(re.compile(r"\b(el|gato|negro)\b"), timeout=60_000)
             expect(header).to_contain_text(drawing.pair_headers(language)[0])
+            for tab in ("translate", "bertviz"):  # the tabs are named in the page's language
+                expect(page.locator(f"#tab-{tab}-button")).to_have_text(page_text[f"tab.{tab}"])
+            show(page, "bertviz")
             frame = page.frame_locator("#bertviz iframe")
             expect(frame.locator("svg").first).to_be_visible(timeout=60_000)
             kind_title = CHOICES[language]["kind"]["encoder"]
@@ -300,6 +313,7 @@ def test_browser_shows_the_page_in_its_language(url: str, backend: DemoBackend, 
                 artifacts.mkdir(exist_ok=True)
                 page.screenshot(path=str(artifacts / "demo-es.png"), full_page=True)
 
+            show(page, "translate")
             # The course example's English counterpart translates the other way.
             page.get_by_role("button", name=re.compile(r"^the black cat")).click()
             expect(source).to_have_value("the black cat", timeout=60_000)
@@ -311,5 +325,15 @@ def test_browser_shows_the_page_in_its_language(url: str, backend: DemoBackend, 
             refusal = MESSAGES[language]["text.empty"]
             expect(page.locator("#status textarea")).to_have_value(refusal, timeout=60_000)
             expect(page.get_by_test_id("toast-text").first).to_have_text(refusal, timeout=60_000)
+
+            if language == "es":
+                # ?lang=en in a Spanish browser: English labels and English status lines; Enter translates.
+                english = page_translations(backend.choices)["en"]
+                page.goto(url + "?lang=en", wait_until="domcontentloaded")
+                expect(page.locator("#translate-button")).to_have_text(english["translate.button"], timeout=60_000)
+                source.fill("el gato negro")
+                source.press("Enter")
+                expect(page.locator("#status textarea")).to_have_value(re.compile("^Translated"), timeout=120_000)
+                assert source.input_value() == "el gato negro"  # Enter did not add a line
         finally:
             browser.close()

@@ -19,29 +19,9 @@ pytest.importorskip("gradio")
 httpx = pytest.importorskip("httpx")
 
 from tests.vaswani_demo.test_demo import _free_port  # noqa: E402
-from vaswani_demo import DemoBackend, build_app, launch_app  # noqa: E402
+from vaswani_demo import build_app, launch_app  # noqa: E402
 from vaswani_demo.security import needs_uploads, served_host_names  # noqa: E402
 from vaswani_demo.settings import MAX_SESSIONS  # noqa: E402
-from vaswani_demo.testing import write_tiny_model  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def backend(tmp_path_factory: pytest.TempPathFactory) -> DemoBackend:
-    loaded = DemoBackend.load(write_tiny_model(tmp_path_factory.mktemp("demo-model") / "tiny"), backend="torch")
-    yield loaded
-    loaded.close()
-
-
-@pytest.fixture(scope="module")
-def served(backend: DemoBackend):
-    """(app, port) of a demo launched on 127.0.0.1."""
-    app = build_app(backend=backend)
-    port = _free_port()
-    launch_app(app, host="127.0.0.1", port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        yield app, port
-    finally:
-        app.close()
 
 
 def _get(port: int, path: str, host: str | None) -> int:

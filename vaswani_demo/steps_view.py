@@ -1,0 +1,210 @@
+"""The "step by step" view: the decoder of the session's last translation, one step at a time.
+
+After each translation the page traces its decoding (`vaswani_inspect.steps.trace_decoding`, with the decoding
+settings of the translation) and keeps the trace in the session (`StepsLayout.trace_state`): moving the step
+slider, or the previous / next buttons, redraws the step's three figures from it without running the model; the beam
+tree, the slowest figure, is drawn once per translation, after the first step's figures. The figures are the
+toolkit's (`vaswani_inspect.step_plots`), labelled in the page's language; only the step shown is drawn.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from vaswani_inspect.step_plots import plot_beam_tree, plot_candidates, plot_prefix, plot_source_attention
+from vaswani_inspect.steps import trace_decoding
+
+from .answers import request_language
+from .components import download_buttons, figure
+from .settings import STATE_TTL_SECONDS
+from .texts import DEFAULT_LANGUAGE, message
+
+__all__ = [
+    "StepsLayout",
+    "step_outputs",
+    "step_summary",
+    "steps_section",
+    "trace_handlers",
+    "trace_of_record",
+    "traced_outputs",
+    "tree_output",
+    "wire_steps",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The figures of one step, in the order the step events return them.
+STEP_FIGURES = ("steps-candidates", "steps-attention", "steps-target")
+
+
+@dataclass
+class StepsLayout:
+    """The step-by-step view's components."""
+
+    slider: gr.Slider
+    previous: gr.Button
+    next: gr.Button
+    where: gr.Textbox
+    candidates: gr.Plot
+    attention: gr.Plot
+    target: gr.Plot
+    tree: gr.Plot
+    trace_state: gr.State
+
+
+def steps_section(i18n: gr.I18n, downloads: dict[str, tuple[gr.Button, gr.Button]]) -> StepsLayout:
+    """Add the view's components to the current ``gr.Blocks`` (inside its tab); their download buttons go into
+    `downloads`."""
+    gr.Markdown(i18n("steps.intro"), elem_classes=["vaswani-hide-in-presentation"])
+    with gr.Row(equal_height=True):
+        previous = gr.Button(i18n("steps.previous"), size="sm", interactive=False, elem_id="steps-previous")
+        slider = gr.Slider(
+            1, 2, value=1, step=1, label=i18n("steps.slider"), interactive=False, elem_id="steps-slider", scale=4
+        )
+        following = gr.Button(i18n("steps.next"), size="sm", interactive=False, elem_id="steps-next")
+    where = gr.Textbox(label=i18n("steps.status"), interactive=False, lines=1, elem_id="steps-where")
+    shown: dict[str, gr.Plot] = {}
+    with gr.Row(equal_height=False):
+        for elem_id in ("steps-target", "steps-candidates"):
+            with gr.Column(scale=1):
+                shown[elem_id] = figure(i18n(elem_id.replace("-", ".")), elem_id, show_label=False)
+                downloads[elem_id] = download_buttons(i18n, elem_id)
+    shown["steps-attention"] = figure(i18n("steps.attention"), "steps-attention", show_label=False)
+    downloads["steps-attention"] = download_buttons(i18n, "steps-attention")
+    tree = figure(i18n("steps.tree"), "steps-tree", show_label=False)
+    downloads["steps-tree"] = download_buttons(i18n, "steps-tree")
+    return StepsLayout(
+        slider=slider,
+        previous=previous,
+        next=following,
+        where=where,
+        candidates=shown["steps-candidates"],
+        attention=shown["steps-attention"],
+        target=shown["steps-target"],
+        tree=tree,
+        trace_state=gr.State(None, time_to_live=STATE_TTL_SECONDS),
+    )
+
+
+def trace_of_record(backend: Any, record: Any) -> Any:
+    """The decoding trace of `record`'s translation: its sentence, direction and decoding settings, on the model
+    that serves that direction (its PyTorch model, also where CTranslate2 chose the translation)."""
+    served = backend.runner.served(record.direction)
+    settings = dict(record.generate_kwargs or {})
+    with served.encoding(record.direction):
+        return trace_decoding(
+            served.model,
+            served.tokenizer,
+            record.source_text,
+            record.direction,
+            num_beams=settings.get("num_beams"),
+            max_new_tokens=settings.get("max_new_tokens"),
+        )
+
+
+def step_summary(trace: Any, index: int, language: str = DEFAULT_LANGUAGE) -> str:
+    """One sentence for step `index` (from 0): which piece the translation took there, and its probability."""
+    step = trace.steps[index]
+    chosen = step.chosen
+    if chosen is None:  # the winner had already ended: its last step
+        chosen = trace.steps[index - 1].chosen if index else None
+    probability = f"{chosen.probability:.2f}" if chosen is not None else "-"
+    if language == "es":
+        probability = probability.replace(".", ",")
+    fields = {"step": index + 1, "steps": len(trace.steps), "probability": probability}
+    if chosen is None or chosen.piece in ("</s>", "<eos>"):
+        return message(language, "steps.where.end", **fields)
+    return message(language, "steps.where", piece=f"“{chosen.piece}”", **fields)
+
+
+def step_outputs(trace: Any, step: Any, language: str = DEFAULT_LANGUAGE) -> tuple[Any, ...]:
+    """(sentence, candidates, attention, translation so far) of `step` (from 1, clamped to the trace's steps)."""
+    if trace is None or not trace.steps:
+        return message(language, "steps.none"), None, None, None
+    index = min(max(int(step or 1), 1), len(trace.steps)) - 1
+    figures = [draw(trace, index, language=language) for draw in (plot_candidates, plot_source_attention, plot_prefix)]
+    return step_summary(trace, index, language), *figures
+
+
+def traced_outputs(backend: Any, record: Any, language: str = DEFAULT_LANGUAGE) -> tuple[Any, ...]:
+    """Everything the view shows after a translation: (trace, slider, previous, next, sentence, the step's three
+    figures), at step 1; an empty view for no record, and a sentence if the trace fails. The tree follows
+    (`tree_output`)."""
+    idle = gr.update(interactive=False)
+
+    def empty(sentence: str) -> tuple[Any, ...]:
+        return None, gr.update(value=1, interactive=False), idle, idle, sentence, None, None, None
+
+    if record is None:
+        return empty(message(language, "steps.none"))
+    try:
+        trace = trace_of_record(backend, record)
+    except Exception as error:  # noqa: BLE001 - the translation stands; the view says what went wrong
+        logger.exception("The demo could not trace the decoding of %r", record.source_text)
+        return empty(message(language, "steps.failed", error=type(error).__name__))
+    count = len(trace.steps)
+    where, *figures = step_outputs(trace, 1, language)
+    if trace.text != record.target_text:
+        where = f"{where} {message(language, 'steps.differs', traced=trace.text)}"
+    slider = gr.update(minimum=1, maximum=max(count, 2), value=1, interactive=count > 1)
+    return trace, slider, idle, gr.update(interactive=count > 1), where, *figures
+
+
+def tree_output(trace: Any, language: str = DEFAULT_LANGUAGE) -> Any:
+    """The beam search tree of `trace` (None without a trace)."""
+    if trace is None or not trace.steps:
+        return None
+    return plot_beam_tree(trace, language=language)
+
+
+def trace_handlers(backend: Any) -> tuple[Callable[..., tuple[Any, ...]], Callable[..., tuple[Any, ...]]]:
+    """The page's (after a translation: trace and draw; when the step changes: redraw the step) functions."""
+
+    def trace(record: Any, request: gr.Request | None = None) -> tuple[Any, ...]:
+        return traced_outputs(backend, record, request_language(request))
+
+    def show_step(trace: Any, step: Any, request: gr.Request | None = None) -> tuple[Any, ...]:
+        language = request_language(request)
+        count = len(trace.steps) if trace is not None else 0
+        index = min(max(int(step or 1), 1), max(count, 1))
+        outputs = step_outputs(trace, index, language)
+        previous, following = gr.update(interactive=index > 1), gr.update(interactive=index < count)
+        return (*outputs, previous, following, index)
+
+    return trace, show_step
+
+
+def wire_steps(
+    steps: StepsLayout, backend: Any, record_state: gr.State, redraw_events: dict[str, Any]
+) -> Callable[[Any], None]:
+    """Attach the view's step events; returns the function that, given a translation event, traces its decoding
+    once it has finished. The steps have a queue slot pool of their own (``concurrency_id="steps"``), so that they
+    are drawn while the alignment section is, not after it."""
+    redraw_events = {**redraw_events, "concurrency_id": "steps"}
+    trace, show_step = trace_handlers(backend)
+
+    def tree(trace: Any, request: gr.Request | None = None) -> Any:
+        return tree_output(trace, request_language(request))
+
+    traced = [steps.trace_state, steps.slider, steps.previous, steps.next, steps.where]
+    traced += [steps.candidates, steps.attention, steps.target]
+    step_shown = [steps.where, steps.candidates, steps.attention, steps.target]
+    step_shown += [steps.previous, steps.next, steps.slider]
+    step_inputs = [steps.trace_state, steps.slider]
+    steps.slider.release(show_step, inputs=step_inputs, outputs=step_shown, **redraw_events)
+    # The buttons move the slider in the browser, then the step is drawn (and the slider kept within the steps).
+    for button, move in ((steps.previous, "Math.max(1, step - 1)"), (steps.next, "step + 1")):
+        moved = button.click(None, inputs=[steps.slider], outputs=[steps.slider], js=f"(step) => {move}")
+        moved.then(show_step, inputs=step_inputs, outputs=step_shown, **redraw_events)
+
+    def after(translation: Any) -> None:
+        traced_event = translation.then(trace, inputs=[record_state], outputs=traced, **redraw_events)
+        # The tree is the whole search: drawn once per translation, after the first step is on the page.
+        traced_event.then(tree, inputs=[steps.trace_state], outputs=[steps.tree], **redraw_events)
+
+    return after
