@@ -11,8 +11,8 @@ cycling through the course examples:
 * the same number of calls to an endpoint that only echoes its text, in an app with the same queue: what Gradio and
   `gradio_client` take by themselves (``--no-floor`` skips it; not measured with ``--url``);
 * with ``--browser``, the course examples typed into the page in Chromium (Debian's ``/usr/bin/chromium`` through
-  Playwright), N clicks on Translate: the time until the translation shows, and until the heatmap, the bertviz view
-  and the record file of that translation show too;
+  Playwright), N clicks on Translate: the time until the translation shows, and until its two alignment figures
+  (the word lines and the heatmap) show too;
 * with ``--steps N`` instead (no server), the step-by-step view's server side next to the translation it follows
   (`steps_times`).
 
@@ -157,9 +157,10 @@ def gradio_floor(calls: int, concurrency_limit: int) -> list[float]:
 
 CHROMIUM = Path("/usr/bin/chromium")
 
-#: What the page shows of a translation besides its text: (selector, attribute) of the heatmap, the bertviz view and
-#: the record file's link.
-_FIGURES = [["#alignment-plot img", "src"], ["#bertviz iframe", "srcdoc"], ["#record-file a", "href"]]
+#: What the translate tab shows of a translation besides its text: (selector, attribute) of its two alignment
+#: figures, the word lines and the heatmap (the bertviz view and the record link sit in another tab and a folded
+#: section, drawn only when opened).
+_FIGURES = [["#alignment-links img", "src"], ["#alignment-plot img", "src"]]
 _READ_FIGURES_JS = """(figures) => figures.map(([selector, attribute]) => {
   const element = document.querySelector(selector);
   return element ? element.getAttribute(attribute) : null;
@@ -191,8 +192,8 @@ _ARM_TIMER_JS = f"""([expected, figures, before]) => {{
 
 
 def browser_times(url: str, translations: dict[str, str], clicks: int, warmup: int) -> dict[str, list[float]]:
-    """Seconds from a click on Translate until the page shows the translation, and until it also shows its heatmap,
-    bertviz view and record file, for `clicks` course examples typed into the page in Chromium (typing and choosing
+    """Seconds from a click on Translate until the page shows the translation, and until it also shows its two
+    alignment figures, for `clicks` course examples typed into the page in Chromium (typing and choosing
     the direction are not timed; the times are taken in the page, frame by frame). `translations` (text:
     translation, from the API) tell when the right one shows."""
     from playwright.sync_api import sync_playwright
