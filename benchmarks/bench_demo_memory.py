@@ -145,7 +145,7 @@ def run(args: argparse.Namespace, scratch: Path) -> tuple[list[dict[str, Any]], 
     from vaswani_demo.testing import write_tiny_model
 
     model = args.model or str(write_tiny_model(scratch / "tiny"))
-    app = build_app(model, translation_backend="torch")
+    app = build_app(model, translation_backend=args.backend)
     port = _free_port()
     launch_app(app, host="127.0.0.1", port=port, prevent_thread_lock=True, quiet=True)
     rows: list[dict[str, Any]] = []
@@ -192,11 +192,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=MODES, default="mixed", help="what each request asks for (see above)")
     parser.add_argument("--every", type=int, default=100, help="print the numbers every this many requests")
     parser.add_argument("--warmup", type=int, default=300, help="growth is measured from this many requests on")
+    parser.add_argument("--backend", default="torch", help="what chooses the translations (default: torch)")
+    parser.add_argument(
+        "--keep-freed-memory",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="glibc keeps freed memory as the hf-vaswani commands set it (hf_vaswani.runtime; default: on)",
+    )
     parser.add_argument("--out", default=None, help="write the numbers as JSON here")
     args = parser.parse_args(argv)
     if args.requests < 1 or args.every < 1:
         parser.error("--requests and --every must be at least 1")
 
+    if args.keep_freed_memory:
+        from hf_vaswani.runtime import keep_freed_memory
+
+        applied = keep_freed_memory()
+    else:
+        applied = False
     with tempfile.TemporaryDirectory() as scratch:
         rows, failed = run(args, Path(scratch))
     rss, files = growth(rows, "rss_mb", args.warmup), growth(rows, "tmp_mb", args.warmup)
@@ -208,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         summary = {
             "model": args.model or "tiny",
             "mode": args.mode,
+            "backend": args.backend,
+            "keep_freed_memory": applied,
             "max_sessions": MAX_SESSIONS,
             "failed": failed,
             "rss_growth": round(rss, 4),

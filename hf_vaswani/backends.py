@@ -475,6 +475,11 @@ class CTranslate2Translator:
     ) -> list[list[int]]:
         """As `translate`, but the chosen output of each sentence as token ids, without the start and end tokens
         (what a teacher-forced pass for attention weights takes)."""
+        from .limits import check_generation_settings
+        from .source_checks import check_not_one_text
+
+        check_not_one_text(sentences, "sentences", "translator.translate(['el gato negro'])")
+        check_generation_settings(self, length_penalty=length_penalty)
         sources = self._sources(sentences, direction, labels, batch_size, num_beams, max_new_tokens)
         options = self._decoding_options(num_beams, max_new_tokens, length_penalty)
         order = sorted(range(len(sources)), key=lambda i: len(sources[i]), reverse=True)

@@ -31,6 +31,7 @@ from .source_checks import (  # checked_sources and fitted_sources are used here
     UnknownCharacters,
     UnknownCharactersWarning,
     check_known_characters,
+    check_not_one_text,
     checked_sources,
     fitted_sources,
     unknown_characters,
@@ -145,8 +146,7 @@ def load_translator(
         name = str(Path(name).expanduser())
     from safetensors import SafetensorError
 
-    from .config_checks import fallback_generation_config
-    from .model_folder import check_json_files, check_model_folder, has_generation_config
+    from .model_folder import check_json_files, check_model_folder, with_decoding_settings
 
     kwargs: dict[str, Any] = {}
     if dtype:
@@ -167,8 +167,7 @@ def load_translator(
     # What transformers only reports (a tensor initialised at random, NaN weights, another model's tokenizer)
     # would translate to garbage with exit code 0: refuse it here, where every command and the demo load.
     check_model(loaded, tokenizer, loading_info=loading_info, source=name)
-    if _lacks_generation_config(loaded, name if local else None, has_generation_config):
-        loaded.generation_config = fallback_generation_config(loaded.config, source=name)
+    with_decoding_settings(loaded, name if local else None, source=name)
     loaded.to(target).eval()
     return loaded, tokenizer
 
@@ -179,16 +178,6 @@ def _torch_dtype(name: str) -> torch.dtype:
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise ValueError(f"dtype must name a floating-point torch dtype (float32, bfloat16, float16), got {name!r}.")
     return dtype
-
-
-def _lacks_generation_config(model: Any, folder: str | None, has_generation_config: Any) -> bool:
-    """Whether a model of ours came without decoding settings: a local folder without generation_config.json, or a
-    Hub model whose generation config transformers made from its model config (greedy, at most 20 tokens)."""
-    if getattr(model.config, "model_type", None) != "vaswani":
-        return False  # (another architecture keeps what transformers gives it)
-    if folder is not None:
-        return not has_generation_config(folder)
-    return bool(getattr(getattr(model, "generation_config", None), "_from_model_config", False))
 
 
 def translate(
@@ -223,9 +212,9 @@ def translate(
             size or maximum length the model cannot generate with, or a length penalty that is not a finite
             number (`check_generation_settings`).
     """
-    _check_not_one_text(sentences, "sentences", "translate(model, tokenizer, ['el gato negro'])")
+    check_not_one_text(sentences, "sentences", "translate(model, tokenizer, ['el gato negro'])")
     if labels is not None:
-        _check_not_one_text(labels, "labels", "labels=['first sentence']")
+        check_not_one_text(labels, "labels", "labels=['first sentence']")
     check_generation_settings(model, length_penalty=length_penalty)
     if keep_spans:
         from .placeholders import translate_keeping_spans, vocabulary_of
@@ -254,15 +243,6 @@ def translate(
     settings = dict(num_beams=num_beams, batch_size=batch_size, max_new_tokens=max_new_tokens)
     sources = checked_sources(model, tokenizer, sentences, direction, labels, **settings)
     return _generate(model, tokenizer, sources, labels, length_penalty=length_penalty, **settings)
-
-
-def _check_not_one_text(value: Any, name: str, example: str) -> None:
-    """A str (or bytes) where a list of texts is expected would be read one character at a time."""
-    if isinstance(value, (str, bytes)):
-        raise TypeError(
-            f"{name} must be a list of texts, got one {type(value).__name__} ({_short(value)}), which would be read "
-            f"one character at a time: pass a list, e.g. {example}."
-        )
 
 
 def _short(value: Any) -> str:
@@ -367,10 +347,10 @@ def evaluate_pairs(
 
     if not directions:
         raise ValueError("No direction to evaluate.")
-    _check_not_one_text(directions, "directions", "['es-en']")
+    check_not_one_text(directions, "directions", "['es-en']")
     for direction in directions:
         direction_to_languages(direction)
-    _check_not_one_text(pairs, "pairs", "[('The cat.', 'El gato.')]")
+    check_not_one_text(pairs, "pairs", "[('The cat.', 'El gato.')]")
     check_generation_settings(model, length_penalty=length_penalty)
     pairs = list(pairs)
     for number, pair in enumerate(pairs, 1):

@@ -21,6 +21,7 @@ __all__ = [
     "finish_model_folder",
     "folder_generation_config",
     "has_generation_config",
+    "with_decoding_settings",
 ]
 
 #: The tokenizer's JSON files that transformers reads from a model folder (those present).
@@ -100,6 +101,22 @@ def folder_generation_config(folder: str | Path, config: Any) -> Any:
     if problems:
         raise BrokenModelError(f"The model at {str(folder)!r} is broken: {'; '.join(problems)}.")
     return GenerationConfig.from_pretrained(folder)
+
+
+def with_decoding_settings(model: Any, folder: str | Path | None, source: str) -> Any:
+    """`model`, with the project's decoding settings (`fallback_generation_config`, one warning) when it is one of
+    ours that came without any: a local `folder` without generation_config.json, or a Hub model whose generation
+    config transformers made from its model config (greedy, at most 20 tokens). Every loader calls it, so that a
+    translation, an export and the demo decode such a folder alike."""
+    if getattr(model.config, "model_type", None) != "vaswani":
+        return model  # (another architecture keeps what transformers gives it)
+    if folder is not None:
+        lacks = not has_generation_config(folder)
+    else:
+        lacks = bool(getattr(getattr(model, "generation_config", None), "_from_model_config", False))
+    if lacks:
+        model.generation_config = fallback_generation_config(model.config, source=source)
+    return model
 
 
 def has_generation_config(folder: str | Path) -> bool:

@@ -30,6 +30,7 @@ __all__ = [
     "UnknownCharacters",
     "UnknownCharactersWarning",
     "check_known_characters",
+    "check_not_one_text",
     "check_language_tokens",
     "check_source_ids",
     "checked_sources",
@@ -142,6 +143,24 @@ def check_known_characters(tokenizer: Any, sentences: Sequence[str], labels: Seq
             UnknownCharactersWarning,
             stacklevel=4,  # the caller of translate()
         )
+
+
+def check_not_one_text(value: Any, name: str, example: str) -> None:
+    """Refuse a str (or bytes) where a list of texts is expected: it would be read one character at a time.
+
+    Raises:
+        TypeError: naming `name` and showing `example`, a call that works.
+    """
+    if isinstance(value, (str, bytes)):
+        raise TypeError(
+            f"{name} must be a list of texts, got one {type(value).__name__} ({_short_repr(value)}), which would be "
+            f"read one character at a time: pass a list, e.g. {example}."
+        )
+
+
+def _short_repr(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 30 else text[:27] + "..."
 
 
 def checked_sources(

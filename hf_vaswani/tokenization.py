@@ -35,6 +35,7 @@ The result is a plain `transformers.PreTrainedTokenizerFast`: `save_pretrained(d
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import string
@@ -234,12 +235,48 @@ def train_tokenizer(
     tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=_METASPACE, prepend_scheme="always")
     tokenizer.decoder = decoders.Metaspace(replacement=_METASPACE, prepend_scheme="always")
     tokenizer.train_from_iterator(_non_empty(texts), trainer=trainer)
+    if model_type == "unigram":
+        tokenizer = _in_canonical_order(tokenizer)
     tokenizer.post_processor = processors.TemplateProcessing(
         single=f"$A {EOS_TOKEN}",
         pair=f"$A $B {EOS_TOKEN}",
         special_tokens=[(EOS_TOKEN, EOS_ID)],
     )
     return wrap_tokenizer(tokenizer, model_max_length=model_max_length)
+
+
+#: The gap the Unigram trainer leaves between the scores of initial-alphabet characters absent from the corpus.
+_UNSEEN_CHARACTER_STEP = 1e-4
+
+
+def _steps_down_by_at_most_the_unseen_gap(score: float, next_score: float) -> bool:
+    gap = score - next_score
+    return abs(gap) < 1e-9 or abs(gap - _UNSEEN_CHARACTER_STEP) < 1e-7
+
+
+def _in_canonical_order(tokenizer: Tokenizer) -> Tokenizer:
+    """The trained Unigram vocabulary with its pieces in one order for a given corpus.
+
+    The trainer sums scores on several threads and walks hash maps, so from run to run the same sentences gave
+    other ids: pieces of equal score swapped, scores that differ in their last bit, and the low tail (the
+    initial-alphabet characters never seen in the corpus, 1e-4 apart below the lowest learnt score, and a piece
+    or two at the same score) shuffled. A model trained on one run's ids would read another's wrongly. Scores
+    rounded to 1e-9, ties ordered by the piece, and the low tail sorted by piece over the same scores make the
+    ids a function of the corpus; the tail's scores only ever decide between pieces nothing else competes with.
+    The special tokens keep their fixed ids at the front.
+    """
+    data = json.loads(tokenizer.to_str())
+    vocab = data["model"]["vocab"]
+    specials, pieces = vocab[: len(SPECIAL_TOKENS)], vocab[len(SPECIAL_TOKENS) :]
+    unseen = len(pieces) - 1
+    while unseen > 0 and _steps_down_by_at_most_the_unseen_gap(pieces[unseen - 1][1], pieces[unseen][1]):
+        unseen -= 1
+    seen, tail = pieces[:unseen], pieces[unseen:]
+    seen = sorted(([piece, round(score, 9)] for piece, score in seen), key=lambda entry: (-entry[1], entry[0]))
+    tail = [[piece, round(score, 9)] for piece, (_, score) in zip(sorted(p for p, _ in tail), tail)]
+    data["model"]["vocab"] = specials + seen + tail
+    data["model"]["unk_id"] = UNK_ID
+    return Tokenizer.from_str(json.dumps(data))
 
 
 def build_tokenizer_from_pairs(

@@ -138,6 +138,7 @@ def build_app(
     concurrency_limit: int = DEFAULT_CONCURRENCY_LIMIT,
     max_queue: int = DEFAULT_MAX_QUEUE,
     translation_backend: str = "auto",
+    keep_spans: bool = True,
 ) -> DemoBlocks:
     """Load the model(s) and build the Gradio app (queue configured); `app.demo_backend` is the `DemoBackend`.
 
@@ -153,6 +154,8 @@ def build_app(
         translation_backend: what chooses the translations (`vaswani_demo.models.translation_backend`: "auto" is
             CTranslate2 on the CPU for the architectures it serves, ours and Marian, when the [fast] extra is
             installed, else "torch"); attention always comes from the PyTorch model.
+        keep_spans: keep long numbers, URLs and rare names unchanged through placeholders (`hf_vaswani.placeholders`,
+            `ModelRunner.keep_spans`); False translates the text as it is.
 
     Raises:
         FileNotFoundError: a model folder does not exist, or no model was named and the shipped checkpoint is
@@ -163,6 +166,7 @@ def build_app(
     owned = None
     if backend is None:
         backend = owned = DemoBackend.load(model_path, device=device, backend=translation_backend)
+    backend.runner.keep_spans = keep_spans
     i18n = page_i18n(backend.choices)
     # The page's figures are SVG images (downloaded as SVG or PNG): text as text is half the size and time of
     # text as paths.

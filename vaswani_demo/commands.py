@@ -47,6 +47,7 @@ def _run_demo(args: argparse.Namespace) -> int:
             concurrency_limit=args.concurrency_limit,
             max_queue=args.max_queue,
             translation_backend=args.backend,
+            keep_spans=args.keep_spans,
         )
     except FileNotFoundError:
         raise
@@ -98,6 +99,13 @@ def add_parser(subparsers: Any) -> None:
         "several times faster on CPUs), torch (generate(), every architecture), or auto (default: ctranslate2 on "
         "the CPU where it serves the model and the [fast] extra is installed, else torch); the attention always "
         "comes from the PyTorch model",
+    )
+    parser.add_argument(
+        "--keep-spans",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="keep numbers of 3+ digits, URLs, e-mail addresses and rare names of our models' translations as they "
+        "are, through placeholders the model copies (default: on; docs/numbers_and_names.md)",
     )
     parser.add_argument(
         "--concurrency-limit",

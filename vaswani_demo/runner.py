@@ -24,8 +24,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hf_vaswani.inference import translate
+from hf_vaswani.placeholders import find_spans, vocabulary_of
 from hf_vaswani.source_checks import UnknownCharactersWarning
 from vaswani_inspect.ablation import ablate_heads
+from vaswani_inspect.architectures import is_vaswani
 from vaswani_inspect.attribution import MODEL_METHODS, attribute
 from vaswani_inspect.extract import extract
 
@@ -90,8 +93,8 @@ class ModelRunner:
         choices: what the models accept (`DemoChoices`): the limits every request is checked against.
         model_runs: how many times a model was run (translations, ablations, explanations by a method that runs
             it); redraws do not count.
-        keep_spans: whether a CTranslate2 translation keeps long numbers, URLs and rare names unchanged
-            (`hf_vaswani.placeholders`; default True; ``generate()`` translations do not).
+        keep_spans: whether a translation by one of our models keeps long numbers, URLs and rare names unchanged
+            (`hf_vaswani.placeholders`; default True; ``hf-vaswani demo --no-keep-spans`` turns it off).
     """
 
     keep_spans: bool = True
@@ -187,6 +190,8 @@ class ModelRunner:
         the output, or CTranslate2 does and one teacher-forced pass records the attention over its choice."""
         served = self.routes[direction]
         if served.translator is None:
+            if self._keeps_spans_of(served, text):
+                return self._extract_keeping_spans(served, text, direction, generate_kwargs)
             return self._extract_by(served, served.model, text, direction, generate_kwargs)
         with warnings.catch_warnings():
             # The status line already names the unknown characters (checks.text_notes), in the page's language.
@@ -196,6 +201,23 @@ class ModelRunner:
         with served.encoding(direction):
             record = extract(served.model, served.tokenizer, text, output, direction=direction, model_name=served.name)
         record.generate_kwargs = {**generate_kwargs, "backend": "ctranslate2"}
+        return record
+
+    def _keeps_spans_of(self, served: ServedModel, text: str) -> bool:
+        """Whether `text` has spans the guard keeps, translated by one of our models (the placeholders were chosen
+        on its training data) with the guard on."""
+        return self.keep_spans and is_vaswani(served.model) and bool(find_spans(text, vocabulary_of(served.tokenizer)))
+
+    @staticmethod
+    def _extract_keeping_spans(served: ServedModel, text: str, direction: str, generate_kwargs: dict[str, Any]) -> Any:
+        """`generate` translates `text` with its spans behind placeholders (`hf_vaswani.inference.translate`), and one
+        teacher-forced pass records the attention over the translation with the spans put back."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnknownCharactersWarning)  # (named on the status line already)
+            output = translate(served.model, served.tokenizer, [text], direction, keep_spans=True, **generate_kwargs)[0]
+        with served.encoding(direction):
+            record = extract(served.model, served.tokenizer, text, output, direction=direction, model_name=served.name)
+        record.generate_kwargs = {**generate_kwargs, "keep_spans": True}
         return record
 
     @staticmethod
@@ -279,10 +301,11 @@ class ModelRunner:
         """(the record's decoding settings for `generate`, the PyTorch model's translation with every head on).
 
         Heads can only be switched off in the PyTorch model, so a translation that CTranslate2 chose (int8 by
-        default) is first translated again in PyTorch: a difference must come from the heads, not the backend.
+        default) or that went through placeholders is first translated again in PyTorch as it is: a difference
+        must come from the heads, not the backend or the guard.
         """
-        settings = {key: value for key, value in record.generate_kwargs.items() if key != "backend"}
-        if record.generate_kwargs.get("backend") != "ctranslate2":
+        settings = {key: value for key, value in record.generate_kwargs.items() if key not in ("backend", "keep_spans")}
+        if record.generate_kwargs.get("backend") != "ctranslate2" and not record.generate_kwargs.get("keep_spans"):
             return settings, record.target_text
         return settings, self._extract_by(served, model, record.source_text, record.direction, settings).target_text
 

@@ -8,6 +8,9 @@ from typing import Any
 
 import torch
 
+from hf_vaswani.limits import check_generation_settings
+from hf_vaswani.source_checks import check_not_one_text
+
 from .architectures import is_vaswani
 from .directions import resolve_direction, source_for, source_language_settings
 
@@ -28,7 +31,9 @@ def translate_any(
     """One translation per sentence, in `direction`, with the model's generation config unless told otherwise.
 
     Raises:
-        ValueError: a direction the model does not translate, no sentences or an empty one, a batch size below 1.
+        TypeError: `sentences` is one text instead of a list of texts.
+        ValueError: a direction the model does not translate, no sentences or an empty one, a batch size below 1,
+            a beam size or length the model cannot generate with, a length penalty that is not a finite number.
     """
     if is_vaswani(model) or getattr(model, "is_ctranslate2", False):
         from hf_vaswani.inference import translate
@@ -43,14 +48,18 @@ def translate_any(
             batch_size=batch_size,
             **generate_kwargs,
         )
+    check_not_one_text(sentences, "sentences", "translate_any(model, tokenizer, ['el gato negro'], 'es-en')")
     how = resolve_direction(model, tokenizer, direction)
     texts = list(sentences)
     if not texts:
         raise ValueError("No sentences to translate.")
     if any(not isinstance(text, str) or not text.strip() for text in texts):
         raise ValueError("A sentence is empty or whitespace only: there is nothing to translate.")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+    check_generation_settings(
+        model, num_beams=num_beams, max_new_tokens=max_new_tokens, length_penalty=generate_kwargs.get("length_penalty")
+    )
     settings = {**how.generate_settings, **generate_kwargs}
     if num_beams is not None:
         settings["num_beams"] = num_beams

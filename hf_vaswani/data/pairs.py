@@ -344,18 +344,22 @@ def load_pairs(source: str | os.PathLike[str], **kwargs: Any) -> list[SentencePa
 
 
 def write_pairs_tsv(pairs: Iterable[SentencePair], path: str | os.PathLike[str]) -> int:
-    """Write pairs as ``English<TAB>Spanish`` lines (UTF-8, no header, no quoting); return how many.
+    """Write pairs as ``English<TAB>Spanish`` lines (UTF-8, no header, no quoting); return how many. The file is
+    written whole, through a temporary sibling renamed into place: a kill or a full disk part-way leaves the
+    previous file (or none), never a file cut short.
 
     Raises:
-        ValueError: if a sentence contains a tab or a line break, which the format cannot hold.
+        ValueError: if a sentence contains a tab or a line break, which the format cannot hold (nothing written).
     """
+    from ..outputs import write_text
+
+    lines = []
+    for count, (en, es) in enumerate(pairs, start=1):
+        for text in (en, es):
+            if "\t" in text or "\n" in text or "\r" in text:
+                raise ValueError(f"Pair {count} cannot be written as TSV: {text!r} has a tab or newline.")
+        lines.append(f"{en}\t{es}\n")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    count = 0
-    with open(path, "w", encoding="utf-8", newline="\n") as handle:
-        for count, (en, es) in enumerate(pairs, start=1):
-            for text in (en, es):
-                if "\t" in text or "\n" in text or "\r" in text:
-                    raise ValueError(f"Pair {count} cannot be written as TSV: {text!r} has a tab or newline.")
-            handle.write(f"{en}\t{es}\n")
-    return count
+    write_text(path, "".join(lines))
+    return len(lines)

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import torch
 
 from ..model_checks import check_model, reports_silenced
-from ..model_folder import check_json_files, check_model_folder
+from ..model_folder import check_json_files, check_model_folder, with_decoding_settings
 from ..modeling_vaswani import VaswaniForConditionalGeneration
 
 __all__ = ["ExportError", "ExportSource", "export_plan", "load_for_export", "source_folder"]
@@ -78,6 +78,7 @@ def load_for_export(
         except (OSError, ValueError):
             tokenizer = None  # a folder of weights alone: the exports that need a vocabulary say so
     check_model(loaded, tokenizer, loading_info=loading_info, source=name)  # never export a broken model
+    with_decoding_settings(loaded, folder, source=name)  # an export decodes as `translate` does
     return ExportSource(loaded.to("cpu").eval(), tokenizer, folder)
 
 

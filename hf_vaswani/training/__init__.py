@@ -33,7 +33,7 @@ What lives where (everything public is importable from here):
   `paper_lr_lambda`).
 * `arguments`: `build_training_arguments`, the `Seq2SeqTrainingArguments` of a configuration.
 * `batching`: `TokenBatchSampler` and the example lengths that batches are grouped by.
-* `trainer`: `VaswaniTrainer`, `JsonlLoggerCallback` and the validation BLEU/chrF.
+* `trainer`: `VaswaniTrainer` and the validation BLEU/chrF; `log_file`: `JsonlLoggerCallback` (``log.jsonl``).
 * `checkpoints`: finding complete checkpoints (`find_checkpoints`, `last_checkpoint`, `checkpoint_problem`)
   and publishing folders atomically.
 * `weights`: reading, checking and casting saved safetensors weights.

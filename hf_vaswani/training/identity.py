@@ -3,14 +3,15 @@
 A checkpoint's embeddings mean the tokens of the tokenizer it was trained with: resuming with another one (a
 ``RUN/tokenizer/`` deleted and trained again, a ``tokenizer.path`` that changed) gives every id another token,
 and the run would go on silently with scrambled embeddings. Resuming with other data (another ``data.path``, or
-the same path with other content) draws other splits and batches. Both are refused before any work, in one
+the same path with other content) draws other splits and batches; other split settings (``data.validation_size``,
+``test_size``, ``split_seed``) would train on pairs the run held out. Both are refused before any work, in one
 sentence that says what differs and what to do (`RunMismatchError`).
 
 The tokenizer is compared with the one the checkpoint holds (Trainer saves ``tokenizer.json`` in every
 checkpoint), else with the run's record; the data with the run's record. The record, ``RUN/run_identity.json``,
-is written when a run starts: the tokenizer's fingerprint and, for a local file of pairs, its path, size and
-SHA-256 (the same content at another path is the same data); for a Hub dataset, its id. A run started by a
-version without the record is checked from the next start on.
+is written when a run starts: the tokenizer's fingerprint; for a local file of pairs, its path, size and SHA-256
+(the same content at another path is the same data), for a Hub dataset, its id; and the split settings. A run
+started by a version without the record (or without the split settings in it) is checked from the next start on.
 
 The tokenizer's fingerprint hashes what decides the ids of a text (the vocabulary with its scores, the
 normalizer, the pre-tokenizer, the post-processor, the decoder and the added tokens), not the padding and
@@ -23,15 +24,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 __all__ = [
     "RUN_IDENTITY",
     "RUN_TOKENIZER",
+    "SPLIT_SETTINGS",
     "RunMismatchError",
+    "check_reused_tokenizer",
     "check_same_run",
     "data_fingerprint",
+    "split_settings",
     "tokenizer_file_fingerprint",
     "tokenizer_fingerprint",
     "unreadable_tokenizer_file",
@@ -51,6 +56,8 @@ _TOKENIZER_SECTIONS = {
     "post_processor": "post-processor",
     "decoder": "decoder",
 }
+#: The ``data`` settings that draw the splits: another value trains on pairs the run held out, and the reverse.
+SPLIT_SETTINGS = ("validation_size", "test_size", "split_seed")
 #: The files of a saved tokenizer that loading reads, when present.
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json")
 
@@ -137,12 +144,21 @@ def _read_identity(output_dir: Path) -> dict[str, Any]:
     return record if isinstance(record, dict) else {}
 
 
-def write_run_identity(output_dir: Path, tokenizer: Any, data_path: str | os.PathLike[str]) -> Path:
-    """Record in ``output_dir/run_identity.json`` the tokenizer and the data the run starts with (written whole,
-    through a temporary file renamed into place)."""
+def split_settings(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of a recipe's ``data`` section that decide which pairs are trained on and which held out."""
+    return {name: data.get(name) for name in SPLIT_SETTINGS}
+
+
+def write_run_identity(
+    output_dir: Path, tokenizer: Any, data_path: str | os.PathLike[str], splits: Mapping[str, Any] | None = None
+) -> Path:
+    """Record in ``output_dir/run_identity.json`` the tokenizer, the data and the split settings (`split_settings`)
+    the run starts with (written whole, through a temporary file renamed into place)."""
     from ..outputs import write_text
 
     record = {"tokenizer": tokenizer_fingerprint(tokenizer), "data": data_fingerprint(data_path)}
+    if splits is not None:
+        record["splits"] = dict(splits)
     return write_text(output_dir / RUN_IDENTITY, json.dumps(record, indent=2) + "\n")
 
 
@@ -219,10 +235,30 @@ def _check_data(checkpoint: Path, recorded: dict[str, Any] | None, data_path: st
         )
 
 
+def _check_splits(checkpoint: Path, recorded: Any, splits: Mapping[str, Any] | None) -> None:
+    """Refuse split settings other than those the run was started with: other pairs would be held out."""
+    if not isinstance(recorded, dict) or splits is None:
+        return
+    changed = [name for name in SPLIT_SETTINGS if name in recorded and recorded[name] != splits.get(name)]
+    if changed:
+        shown = ", ".join(f"data.{name} {splits.get(name)!r} (the run's: {recorded[name]!r})" for name in changed)
+        raise RunMismatchError(
+            f"cannot resume from {checkpoint}: {shown}: the run would train on pairs it held out for validation "
+            "and test. Set them back, or start a new run in another training.output_dir (with "
+            f"training.init_from={checkpoint} to start from these weights)."
+        )
+
+
 def check_same_run(
-    output_dir: Path, checkpoint: Path, tokenizer_folder: Path, tokenizer_what: str, data_path: str
+    output_dir: Path,
+    checkpoint: Path,
+    tokenizer_folder: Path,
+    tokenizer_what: str,
+    data_path: str,
+    splits: Mapping[str, Any] | None = None,
 ) -> None:
-    """Refuse to resume from `checkpoint` of the run in `output_dir` with another tokenizer or other data.
+    """Refuse to resume from `checkpoint` of the run in `output_dir` with another tokenizer, other data or other
+    split settings (`split_settings` of the recipe, when given).
 
     Args:
         tokenizer_folder: where the run takes its tokenizer from (``RUN/tokenizer/``, ``tokenizer.path`` or
@@ -235,3 +271,39 @@ def check_same_run(
     record = _read_identity(output_dir)
     _check_tokenizer(checkpoint, tokenizer_folder, tokenizer_what, record.get("tokenizer"))
     _check_data(checkpoint, record.get("data"), data_path)
+    _check_splits(checkpoint, record.get("splits"), splits)
+
+
+def check_reused_tokenizer(output_dir: Path, data_path: str, splits: Mapping[str, Any]) -> None:
+    """Refuse a run that starts without a checkpoint in `output_dir` but finds ``RUN/tokenizer/`` from an earlier
+    start there (it would be reused) when that start recorded other data or other split settings: the vocabulary
+    was fitted to other sentences, and the held-out pairs may be among those it saw. An earlier start without a
+    record (an older version) is not checked.
+
+    Raises:
+        RunMismatchError: one sentence naming what differs and what to do.
+    """
+    folder = output_dir / "tokenizer"
+    record = _read_identity(output_dir)
+    if not (folder / "tokenizer.json").is_file() or not record:
+        return
+    differences = []
+    recorded_data = record.get("data")
+    if isinstance(recorded_data, dict) and recorded_data:
+        found = data_fingerprint(data_path)
+        same = found.get("sha256") == recorded_data.get("sha256") if "sha256" in found else found == recorded_data
+        if not same:
+            differences.append(f"data.path is {_shown_data(found)}, not {_shown_data(recorded_data)}")
+    recorded_splits = record.get("splits")
+    if isinstance(recorded_splits, dict):
+        differences += [
+            f"data.{name} is {splits.get(name)!r}, not {recorded_splits[name]!r}"
+            for name in SPLIT_SETTINGS
+            if name in recorded_splits and recorded_splits[name] != splits.get(name)
+        ]
+    if differences:
+        raise RunMismatchError(
+            f"{str(folder)!r} was trained by an earlier start of a run in {str(output_dir)!r} on other pairs "
+            f"({'; '.join(differences)}), and a new run there would reuse it: remove {str(folder)!r} and "
+            f"{str(output_dir / RUN_IDENTITY)!r} to train a new one, or start in another training.output_dir."
+        )

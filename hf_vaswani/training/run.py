@@ -38,7 +38,14 @@ from .batching import example_lengths
 from .checkpoints import STAGING_PREFIX, find_checkpoints, last_checkpoint, publish_dir, remove_staging_dirs
 from .config import validate_config, validate_lengths
 from .guided_alignment import GuidedAlignmentCollator
-from .identity import RUN_TOKENIZER, check_same_run, unreadable_tokenizer_file, write_run_identity
+from .identity import (
+    RUN_TOKENIZER,
+    check_reused_tokenizer,
+    check_same_run,
+    split_settings,
+    unreadable_tokenizer_file,
+    write_run_identity,
+)
 from .recipe_yaml import dump_recipe
 from .resume import checkpoint_damage, choose_checkpoint, missing_optimizer, model_damage
 from .starting_model import load_starting_model
@@ -427,7 +434,7 @@ def _write_run_files(config: Mapping[str, Any], output_dir: Path, tokenizer: Any
     dump_recipe(config, recipe)
     write_text(output_dir / "config.yaml", recipe.getvalue())
     if not resumed or not (output_dir / RUN_IDENTITY).is_file():
-        write_run_identity(output_dir, tokenizer, config["data"]["path"])
+        write_run_identity(output_dir, tokenizer, config["data"]["path"], split_settings(config["data"]))
 
 
 def _average_last(output_dir: Path, training: Mapping[str, Any]) -> Path | None:
@@ -493,7 +500,15 @@ def train(
     options = ResumeOptions(resume, resume_from_previous, fresh_optimizer)
     resume_from = _checkpoint_to_resume(output_dir, options, args)
     if resume_from is not None:  # before any work: the tokenizer and the data must be those of its run
-        check_same_run(output_dir, Path(resume_from), *_tokenizer_source(config, output_dir), str(data["path"]))
+        check_same_run(
+            output_dir,
+            Path(resume_from),
+            *_tokenizer_source(config, output_dir),
+            str(data["path"]),
+            split_settings(data),
+        )
+    elif _tokenizer_source(config, output_dir)[1] == RUN_TOKENIZER:  # a tokenizer/ left by an earlier start
+        check_reused_tokenizer(output_dir, str(data["path"]), split_settings(data))
 
     prepared = prepare_data(config, args, output_dir)
     model = build_model(config, prepared.tokenizer)

@@ -1,14 +1,11 @@
 """`VaswaniTrainer` (`Seq2SeqTrainer` with the paper's schedule, length-grouped or token-count batches and
-fault-tolerant checkpoints), the JSONL log callback and the validation BLEU/chrF of a run."""
+fault-tolerant checkpoints) and the validation BLEU/chrF of a run (the JSONL log callback is `log_file`'s)."""
 
 from __future__ import annotations
 
 import copy
-import json
-import os
 import shutil
 import sys
-import time
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -16,13 +13,14 @@ from typing import Any
 
 import torch
 from torch.optim.lr_scheduler import LambdaLR
-from transformers import Seq2SeqTrainer, TrainerCallback
+from transformers import Seq2SeqTrainer
 from transformers.trainer_pt_utils import LengthGroupedSampler, safe_globals
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 
 from .batching import TokenBatchSampler
 from .checkpoints import STAGING_PREFIX, TRAINING_ARGS_JSON, find_checkpoints, publish_dir
 from .guided_alignment import AttentionCapture, guided_alignment_loss
+from .log_file import JsonlLoggerCallback  # (re-exported here)
 from .schedule import paper_lr_lambda
 
 __all__ = [
@@ -407,31 +405,6 @@ class VaswaniTrainer(Seq2SeqTrainer):
             folder = Path(output_dir if output_dir is not None else self.args.output_dir)
             (folder / "training_args.bin").unlink(missing_ok=True)
             (folder / TRAINING_ARGS_JSON).write_text(self.args.to_json_string(), encoding="utf-8")
-
-
-class JsonlLoggerCallback(TrainerCallback):
-    """Appends every Trainer log event to a JSONL file (one object a line), with the wall time, the step and,
-    for training logs, the number of source tokens per second since the previous log."""
-
-    def __init__(self, path: str | os.PathLike[str]):
-        self.path = Path(path)
-        self._last: tuple[float, int] | None = None
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        self._last = (time.time(), int(state.num_input_tokens_seen or 0))
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        if not state.is_world_process_zero or not logs:
-            return
-        now = time.time()
-        record: dict[str, Any] = {"time": now, "step": state.global_step, "epoch": state.epoch, **logs}
-        tokens = int(state.num_input_tokens_seen or 0)
-        if self._last is not None and "loss" in logs and now > self._last[0] and tokens > self._last[1]:
-            record["source_tokens_per_second"] = (tokens - self._last[1]) / (now - self._last[0])
-            self._last = (now, tokens)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record, default=float) + "\n")
 
 
 # --------------------------------------------------------------------------------------------- metrics

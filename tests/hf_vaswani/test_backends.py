@@ -77,6 +77,10 @@ def test_bad_input_is_refused_as_translate_refuses_it(folder):
         translator.translate(["hola"], "es-en", num_beams=0)
     with pytest.raises(ValueError, match="Got 1 labels for 2 sentences"):
         translator.translate(["hola", "adiós"], "es-en", labels=["a"])
+    with pytest.raises(ValueError, match="length_penalty must be a finite number"):
+        translator.translate(["hola"], "es-en", length_penalty=float("nan"))
+    with pytest.raises(TypeError, match="sentences must be a list of texts, got one str"):
+        translator.translate_ids("hola", "es-en")
     with pytest.raises(ValueError, match="quantization must be one of"):
         backends.ensure_ctranslate2_export(folder, "int3")
 

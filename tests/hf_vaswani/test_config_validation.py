@@ -21,6 +21,7 @@ import pytest
 
 from hf_vaswani.cli import main
 from hf_vaswani.config_checks import MAX_POSITION_EMBEDDINGS, MissingGenerationConfigWarning
+from hf_vaswani.marian.export import export_marian
 from hf_vaswani.model_checks import BrokenModelError, check_model
 from hf_vaswani.model_folder import check_model_folder, folder_generation_config
 from hf_vaswani.testing import tiny_model
@@ -211,9 +212,15 @@ def test_a_folder_without_generation_config_gets_the_projects_decoding_settings(
         assert folder_generation_config(folder, model.config).to_dict() == settings.to_dict()
     # The command line says so in one warning line, and translates.
     argv = ["translate", "El gato negro.", "--model", str(folder), "--backend", "torch", "--max-new-tokens", "3"]
+    capsys.readouterr()  # (the progress bars of the loads above, when no earlier command switched them off)
     assert main([*argv, "--num-beams", "1"]) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("hf-vaswani translate: warning: ") and "num_beams 4" in err[0]
+    # An export decodes as the translation does: the Marian folder carries the same settings.
+    with pytest.warns(MissingGenerationConfigWarning):
+        export_marian(folder, tmp_path / "marian")
+    exported = json.loads((tmp_path / "marian" / "generation_config.json").read_text())
+    assert (exported["num_beams"], exported["length_penalty"], exported["no_repeat_ngram_size"]) == (4, 0.6, 3)
 
 
 def test_a_checked_generation_config_is_what_the_ctranslate2_backend_reads(sound_folder, tmp_path):

@@ -380,6 +380,10 @@ def test_evaluation_lists_and_write_split_tsv_round_trip(tmp_path):
     assert read_pairs(tmp_path / "validation.tsv") == splits["validation"]
     with pytest.raises(ValueError, match="tab"):
         write_pairs_tsv([SentencePair("a\tb", "c")], tmp_path / "bad.tsv")
+    before = path.read_bytes()  # a failure part-way leaves the previous file whole
+    with pytest.raises(ValueError, match="tab"):
+        write_pairs_tsv([*splits["test"], SentencePair("a\tb", "c")], path)
+    assert path.read_bytes() == before and sorted(p.name for p in path.parent.iterdir()) == ["test.tsv"]
 
 
 def test_load_translation_datasets_end_to_end(tmp_path):

@@ -153,3 +153,28 @@ def test_the_translate_command_keeps_spans_unless_told_not_to(capsys):
     assert "764884" in capsys.readouterr().out
     assert main(["translate", "--backend", "torch", "--no-keep-spans", "Tengo 764884 euros."]) == 0
     assert "764884" not in capsys.readouterr().out
+
+
+def test_the_demo_keeps_spans_on_either_backend_unless_told_not_to(shipped):
+    """The demo's PyTorch path (``--backend torch``, and every generate() translation) goes through the guard as
+    CTranslate2's does; ``hf-vaswani demo --no-keep-spans`` switches it off."""
+    pytest.importorskip("gradio")
+    from hf_vaswani.cli import build_parser
+    from vaswani_demo import DemoBackend
+
+    model, tokenizer = shipped
+    backend = DemoBackend(model, tokenizer, "shipped")
+    try:
+        kept = backend.runner.translate("Tengo 764884 euros.", "es-en")
+        assert "764884" in kept.translation and kept.record.target_text == kept.translation
+        assert kept.record.generate_kwargs["keep_spans"] is True
+        settings, reference = backend.runner._pytorch_reference(backend.models[0], model, kept.record)
+        assert "keep_spans" not in settings and "764884" not in reference  # heads off compare with generate() alone
+        backend.runner.keep_spans = False
+        plain = backend.runner.translate("Tengo 764884 euros.", "es-en")
+        assert "764884" not in plain.translation and "keep_spans" not in plain.record.generate_kwargs
+    finally:
+        backend.close()
+    parser = build_parser()
+    assert parser.parse_args(["demo"]).keep_spans is True
+    assert parser.parse_args(["demo", "--no-keep-spans"]).keep_spans is False

@@ -1,6 +1,7 @@
 """A resumed run is the run of its checkpoints (`hf_vaswani.training.identity`), and a run's saves are whole.
 
-Resuming with another tokenizer (``RUN/tokenizer/`` deleted, or replaced) or other data is refused in one line,
+Resuming with another tokenizer (``RUN/tokenizer/`` deleted, or replaced), other data or other split settings is
+refused in one line,
 before any work; restoring the tokenizer from the checkpoint, or moving the data file, resumes. A full disk while
 the tokenizer or a checkpoint is written leaves nothing half-written (simulated in-process: the write fails with
 ENOSPC part-way), and a damaged tokenizer file met anyway is an error that names it. One tiny run (2 updates, one
@@ -113,6 +114,28 @@ def test_resuming_with_other_data_is_refused(run, root, capsys):
     assert "'" + str(root / "missing.tsv") + "' is not a file" in line
 
 
+def test_resuming_with_other_split_settings_is_refused(run_out, run, root, capsys):
+    recorded = json.loads((run_out / RUN_IDENTITY).read_text())["splits"]
+    assert (recorded["validation_size"], recorded["test_size"]) == (12, 12) and isinstance(recorded["split_seed"], int)
+    line = _refused([*_args(root, run), "--set", f"data.split_seed={recorded['split_seed'] + 1}"], capsys)
+    assert f"data.split_seed {recorded['split_seed'] + 1!r} (the run's: {recorded['split_seed']!r})" in line
+    assert "pairs it held out" in line and not (run / "checkpoint-4").exists()
+    line = _refused([*_args(root, run), "--set", "data.validation_size=3"], capsys)
+    assert "data.validation_size 3" in line
+
+
+def test_a_new_start_does_not_reuse_a_tokenizer_trained_on_other_pairs(run, root, capsys):
+    """A start that died before its first checkpoint leaves tokenizer/ and run_identity.json: a new start with
+    other data is refused, with the same data it reuses the tokenizer."""
+    shutil.rmtree(run / "checkpoint-2")
+    tokenizer = (run / "tokenizer" / "tokenizer.json").read_text()
+    line = _refused(_args(root, run, data=root / "fewer.tsv", max_steps=1), capsys)
+    assert "was trained by an earlier start of a run in" in line and "data.path is" in line
+    assert f"remove '{run / 'tokenizer'}'" in line and (run / "tokenizer" / "tokenizer.json").read_text() == tokenizer
+    assert main(_args(root, run, max_steps=1)) == 0
+    assert (run / "tokenizer" / "tokenizer.json").read_text() == tokenizer and (run / "checkpoint-1").is_dir()
+
+
 def test_the_same_data_elsewhere_and_the_tokenizer_restored_from_the_checkpoint_resume(run, root, tmp_path):
     moved = tmp_path / "moved.tsv"
     shutil.copy(root / "pairs.tsv", moved)
@@ -174,3 +197,18 @@ def test_a_full_disk_while_saving_a_checkpoint_keeps_the_last_one(run, root, mon
     assert not [p.name for p in run.iterdir() if p.name.startswith(("tmp-", "checkpoint-4"))]
     assert checkpoint_problem(run / "checkpoint-2") is None
     assert {p.name: p.read_bytes() for p in (run / "checkpoint-2").iterdir()} == before
+
+
+def test_a_log_line_cut_by_a_kill_is_dropped_when_the_run_goes_on(tmp_path):
+    from types import SimpleNamespace
+
+    from hf_vaswani.training.trainer import JsonlLoggerCallback
+
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"step": 1, "loss": 2.5}\n{"step": 2, "lo', encoding="utf-8")
+    callback = JsonlLoggerCallback(log)
+    state = SimpleNamespace(is_world_process_zero=True, num_input_tokens_seen=0, global_step=2, epoch=0.5)
+    callback.on_train_begin(None, state, None)
+    callback.on_log(None, state, None, logs={"loss": 2.25})
+    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert [(r["step"], r["loss"]) for r in records] == [(1, 2.5), (2, 2.25)]

@@ -30,6 +30,7 @@ from vaswani_inspect.attribution import METHODS
 from vaswani_inspect.attribution.inputs import _final_states, embeddings, log_probabilities, record_inputs
 from vaswani_inspect.directions import model_directions, resolve_direction, scheme_of
 from vaswani_inspect.testing_models import ARCHITECTURES
+from vaswani_inspect.translation import translate_any
 
 SOURCE, TARGET = "El gato se comió el ratón.", "The cat ate the mouse."
 SOURCE_WORDS = ["El", "gato", "se", "comió", "el", "ratón", "."]
@@ -177,6 +178,23 @@ def test_directions_per_scheme(loaded):
     assert resolve_direction(t5, t5_tokenizer, "en-es").source_prefix == "translate English to Spanish: "
     with pytest.raises(ValueError, match="no task prefix for 'en-fr'"):
         resolve_direction(t5, t5_tokenizer, "en-fr")
+
+
+@pytest.mark.parametrize("name", ["marian", "t5"])
+def test_translating_one_text_instead_of_a_list_or_with_bad_settings_is_refused(name, loaded):
+    """A str would be translated one character at a time; NaN as length penalty would rank hypotheses at random."""
+    model, tokenizer = loaded[name]
+    direction = "es-en" if name == "marian" else "en-es"
+    with pytest.raises(TypeError, match="sentences must be a list of texts, got one str"):
+        translate_any(model, tokenizer, "gato", direction)
+    for settings, message in (
+        ({"length_penalty": float("nan")}, "length_penalty must be a finite number"),
+        ({"num_beams": 0}, "num_beams must be a positive integer"),
+        ({"batch_size": 0}, "batch_size must be a positive integer"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            translate_any(model, tokenizer, ["gato"], direction, **settings)
+    assert len(translate_any(model, tokenizer, ["gato", "perro"], direction, max_new_tokens=3)) == 2
 
 
 def test_a_model_whose_attention_is_elsewhere_is_refused_naming_what_is_missing(loaded):
