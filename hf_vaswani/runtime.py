@@ -10,7 +10,7 @@ import ctypes.util
 import os
 import sys
 
-__all__ = ["KEEP_FREED_MEMORY_ENV", "KEEP_FREED_MEMORY_TUNABLES", "keep_freed_memory"]
+__all__ = ["KEEP_FREED_MEMORY_ENV", "KEEP_FREED_MEMORY_TUNABLES", "keep_freed_memory", "release_freed_memory"]
 
 #: Set to 0 to leave the C library's allocator as it is.
 KEEP_FREED_MEMORY_ENV = "HF_VASWANI_KEEP_FREED_MEMORY"
@@ -60,3 +60,23 @@ def keep_freed_memory() -> bool:
     # Both together: setting either one turns off glibc's adaptive thresholds, and the trim threshold alone would
     # leave blocks above 128 KB to mmap, each with fresh pages.
     return bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_MAX)) and bool(mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD))
+
+
+def release_freed_memory() -> bool:
+    """Hand the memory that glibc's `malloc` holds freed back to the system (``malloc_trim(0)``, every arena).
+
+    For a process that stays up and serves requests of many sizes (the demo): what one request freed is kept for
+    the next by `keep_freed_memory`, and a pool of worker threads spreads it over several arenas, so the resident
+    memory creeps up without any object being kept. Called between requests, it keeps the memory flat at the cost
+    of a few milliseconds. Returns False where there is no glibc (nothing to do).
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        malloc_trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return False
+    malloc_trim.argtypes, malloc_trim.restype = [ctypes.c_size_t], ctypes.c_int
+    malloc_trim(0)
+    return True

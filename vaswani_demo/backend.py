@@ -3,7 +3,8 @@
 * `models` (`vaswani_demo.models.ServedModel`): the models served and the directions each serves;
 * `choices` (`vaswani_demo.choices.DemoChoices`): what the controls offer, read once from the models;
 * `runner` (`vaswani_demo.runner.ModelRunner`): runs the models, translations and translations with heads off;
-* `files` (`vaswani_demo.files.RecordFiles`): the attention records offered for download.
+* `files` (`vaswani_demo.files.RecordFiles`): the attention records offered for download;
+* `memory` (`vaswani_demo.memory.FreedMemoryReleaser`): hands freed memory back to the system while it runs.
 
 What is drawn from a record is `vaswani_demo.drawing` (plain functions); what Gradio sees of all this is
 `vaswani_demo.events`. Nothing here knows of Gradio.
@@ -17,6 +18,7 @@ from typing import Any
 
 from .choices import DemoChoices
 from .files import RecordFiles
+from .memory import FreedMemoryReleaser
 from .models import ServedModel, load_served_models
 from .runner import ModelRunner
 
@@ -34,6 +36,7 @@ class DemoBackend:
         choices: what the controls offer and start at (`DemoChoices.from_models`).
         runner: translates (`ModelRunner.translate`, `run`) and switches heads off (`ModelRunner.ablate`).
         files: the attention records offered for download (`RecordFiles`), removed by `close`.
+        memory: the thread that hands freed memory back to the system (`FreedMemoryReleaser`), stopped by `close`.
     """
 
     def __init__(
@@ -52,6 +55,7 @@ class DemoBackend:
         import bertviz  # noqa: F401
 
         self.files = RecordFiles()
+        self.memory = FreedMemoryReleaser()
 
     @classmethod
     def load(
@@ -72,5 +76,7 @@ class DemoBackend:
         return cls(models=load_served_models(model_path, device=device, backend=backend))
 
     def close(self) -> None:
-        """Remove the downloadable records; the runner translates on, without downloads."""
+        """Remove the downloadable records and stop handing freed memory back; the runner translates on, without
+        downloads."""
         self.files.close()
+        self.memory.close()

@@ -27,6 +27,7 @@ __all__ = [
     "METHOD_OPTIONS",
     "MODEL_ALIGNER",
     "MODEL_ENV",
+    "RELEASE_MEMORY_SECONDS",
     "SHARE_CONSTANT_METHODS",
     "SHARE_FALLBACK",
     "STATE_TTL_SECONDS",
@@ -67,6 +68,8 @@ FILE_TTL_SECONDS = 3600
 CACHE_PRUNE_SECONDS = 600
 #: Records kept in gr.State are dropped after this many seconds without use.
 STATE_TTL_SECONDS = 3600
+#: How often the demo hands the memory its requests freed back to the system (`vaswani_demo.memory`).
+RELEASE_MEMORY_SECONDS = 5.0
 #: Sessions whose state the server keeps (``launch(state_session_capacity=...)``); the oldest one goes first. Gradio
 #: keeps a copy of the page's config and the last record, about 0.5 MB, for each: this bounds the demo's memory
 #: to some 100 MB of sessions, whoever calls it, while a session that is still being looked at is rarely among
