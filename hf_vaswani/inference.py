@@ -34,6 +34,7 @@ from .source_checks import (  # checked_sources and fitted_sources are used here
     check_not_one_text,
     checked_sources,
     fitted_sources,
+    short_repr,
     unknown_characters,
 )
 
@@ -245,11 +246,6 @@ def translate(
     return _generate(model, tokenizer, sources, labels, length_penalty=length_penalty, **settings)
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 30 else text[:27] + "..."
-
-
 def _generate_kwargs(
     model: Any, num_beams: int | None, max_new_tokens: int | None, length_penalty: float | None
 ) -> dict[str, Any]:
@@ -360,7 +356,7 @@ def evaluate_pairs(
             or len(pair) != 2
             or not all(isinstance(side, str) for side in pair)
         ):
-            raise TypeError(f"Pair {number} must be two texts (English, Spanish), got {_short(pair)}.")
+            raise TypeError(f"Pair {number} must be two texts (English, Spanish), got {short_repr(pair)}.")
     if not pairs:
         raise ValueError("No sentence pair to evaluate.")
     generation = getattr(model, "generation_config", None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 import sys
 
@@ -28,6 +29,21 @@ KEEP_FREED_MEMORY_TUNABLES = {
 }
 
 
+@functools.cache
+def _glibc() -> ctypes.CDLL | None:
+    """The C library when it is glibc (only glibc has `gnu_get_libc_version`; musl's `mallopt` does nothing), loaded
+    once; None on other systems."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.gnu_get_libc_version  # noqa: B018
+        libc.mallopt, libc.malloc_trim  # noqa: B018
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
 def keep_freed_memory() -> bool:
     """Make glibc's `malloc` keep freed memory for reuse instead of handing it back to the system.
 
@@ -46,16 +62,12 @@ def keep_freed_memory() -> bool:
     """
     if os.environ.get(KEEP_FREED_MEMORY_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
         return False
-    if not sys.platform.startswith("linux") or any(name.startswith("MALLOC_") for name in os.environ):
+    if any(name.startswith("MALLOC_") for name in os.environ) or "GLIBC_TUNABLES" in os.environ:
         return False
-    if "GLIBC_TUNABLES" in os.environ:
+    libc = _glibc()
+    if libc is None:
         return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-        libc.gnu_get_libc_version  # noqa: B018 - only glibc has it: musl's mallopt does nothing
-    except (OSError, AttributeError):
-        return False
+    mallopt = libc.mallopt
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     # Both together: setting either one turns off glibc's adaptive thresholds, and the trim threshold alone would
     # leave blocks above 128 KB to mmap, each with fresh pages.
@@ -70,13 +82,10 @@ def release_freed_memory() -> bool:
     memory creeps up without any object being kept. Called between requests, it keeps the memory flat at the cost
     of a few milliseconds. Returns False where there is no glibc (nothing to do).
     """
-    if not sys.platform.startswith("linux"):
+    libc = _glibc()
+    if libc is None:
         return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        malloc_trim = libc.malloc_trim
-    except (OSError, AttributeError):
-        return False
+    malloc_trim = libc.malloc_trim
     malloc_trim.argtypes, malloc_trim.restype = [ctypes.c_size_t], ctypes.c_int
     malloc_trim(0)
     return True

@@ -36,6 +36,7 @@ __all__ = [
     "checked_sources",
     "fitted_sources",
     "model_language_tokens",
+    "short_repr",
     "unknown_characters",
 ]
 
@@ -153,12 +154,13 @@ def check_not_one_text(value: Any, name: str, example: str) -> None:
     """
     if isinstance(value, (str, bytes)):
         raise TypeError(
-            f"{name} must be a list of texts, got one {type(value).__name__} ({_short_repr(value)}), which would be "
+            f"{name} must be a list of texts, got one {type(value).__name__} ({short_repr(value)}), which would be "
             f"read one character at a time: pass a list, e.g. {example}."
         )
 
 
-def _short_repr(value: Any) -> str:
+def short_repr(value: Any) -> str:
+    """`repr(value)`, cut to 30 characters for a message."""
     text = repr(value)
     return text if len(text) <= 30 else text[:27] + "..."
 

@@ -213,6 +213,16 @@ def _shown_data(record: dict[str, Any]) -> str:
     return f"{record.get('path')!r} ({record.get('size', 0):,} bytes, SHA-256 {str(record.get('sha256'))[:12]})"
 
 
+def _same_data(found: dict[str, Any], recorded: dict[str, Any]) -> bool:
+    """Whether `data_fingerprint` `found` is the `recorded` data: a file by its content, a Hub dataset by its id."""
+    return found.get("sha256") == recorded.get("sha256") if "sha256" in found else found == recorded
+
+
+def _changed_splits(recorded: dict[str, Any], splits: Mapping[str, Any]) -> list[str]:
+    """The split settings whose value in `splits` is not the `recorded` one."""
+    return [name for name in SPLIT_SETTINGS if name in recorded and recorded[name] != splits.get(name)]
+
+
 def _check_data(checkpoint: Path, recorded: dict[str, Any] | None, data_path: str) -> None:
     """Refuse data whose content (a local file) or id (a Hub dataset) is not what the run was started with."""
     if not isinstance(recorded, dict) or not recorded:
@@ -227,7 +237,7 @@ def _check_data(checkpoint: Path, recorded: dict[str, Any] | None, data_path: st
             f"with {_shown_data(recorded)}: {advice}."
         )
     found = data_fingerprint(data_path)
-    same = found.get("sha256") == recorded.get("sha256") if "sha256" in found else found == recorded
+    same = _same_data(found, recorded)
     if not same:
         raise RunMismatchError(
             f"cannot resume from {checkpoint}: data.path is {_shown_data(found)}, not the data the run was started "
@@ -239,7 +249,7 @@ def _check_splits(checkpoint: Path, recorded: Any, splits: Mapping[str, Any] | N
     """Refuse split settings other than those the run was started with: other pairs would be held out."""
     if not isinstance(recorded, dict) or splits is None:
         return
-    changed = [name for name in SPLIT_SETTINGS if name in recorded and recorded[name] != splits.get(name)]
+    changed = _changed_splits(recorded, splits)
     if changed:
         shown = ", ".join(f"data.{name} {splits.get(name)!r} (the run's: {recorded[name]!r})" for name in changed)
         raise RunMismatchError(
@@ -291,15 +301,13 @@ def check_reused_tokenizer(output_dir: Path, data_path: str, splits: Mapping[str
     recorded_data = record.get("data")
     if isinstance(recorded_data, dict) and recorded_data:
         found = data_fingerprint(data_path)
-        same = found.get("sha256") == recorded_data.get("sha256") if "sha256" in found else found == recorded_data
-        if not same:
+        if not _same_data(found, recorded_data):
             differences.append(f"data.path is {_shown_data(found)}, not {_shown_data(recorded_data)}")
     recorded_splits = record.get("splits")
     if isinstance(recorded_splits, dict):
         differences += [
             f"data.{name} is {splits.get(name)!r}, not {recorded_splits[name]!r}"
-            for name in SPLIT_SETTINGS
-            if name in recorded_splits and recorded_splits[name] != splits.get(name)
+            for name in _changed_splits(recorded_splits, splits)
         ]
     if differences:
         raise RunMismatchError(
