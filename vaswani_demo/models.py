@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_vaswani import paths
+from hf_vaswani.architectures import architecture_for_model_type
 from vaswani_inspect.architectures import ARCHITECTURES, Architecture, architecture_of, head_counts
 from vaswani_inspect.directions import (
     Direction,
@@ -115,7 +116,7 @@ def model_specs(models: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
 
 
 def architecture_name(name: str) -> str:
-    """How the page names the architecture `name` of `vaswani_inspect.architectures` ("Marian / OPUS-MT")."""
+    """How the page names the architecture `name` of `hf_vaswani.architectures` ("Marian / OPUS-MT")."""
     return ARCHITECTURE_NAMES.get(name, name)
 
 
@@ -222,8 +223,7 @@ def _known_architecture(path: str) -> Architecture | None:
     """The architecture a folder's or cached Hub id's config names, before loading it (None: not known yet)."""
     from vaswani_inspect.loading import model_type_of
 
-    model_type = model_type_of(path)
-    return next((entry for entry in ARCHITECTURES.values() if model_type in entry.model_types), None)
+    return architecture_for_model_type(model_type_of(path))
 
 
 def translation_backend(requested: str | None, architecture: Architecture, device: str | None, name: str) -> str:

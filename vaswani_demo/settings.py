@@ -1,11 +1,13 @@
 """The demo's fixed values: input limits, serving defaults, the values its controls offer, the course examples.
 (What the controls call those values, in English and Spanish, is in `vaswani_demo.texts`.)
 
-Nothing is imported here, so that ``hf-vaswani demo --help`` can show the defaults without loading Gradio or a
-model.
+Only the architecture registry (`hf_vaswani.architectures`, plain data) is imported here, so that
+``hf-vaswani demo --help`` can show the defaults without loading Gradio or a model.
 """
 
 from __future__ import annotations
+
+from hf_vaswani.architectures import DISPLAY_NAMES
 
 __all__ = [
     "APP_CSS",
@@ -51,15 +53,9 @@ MODEL_ENV = "VASWANI_DEMO_MODEL"
 #: The directions the demo translates (its texts, examples and course are Spanish <-> English); a model serves those
 #: of them it offers (`vaswani_demo.models`).
 DIRECTIONS = ("es-en", "en-es")
-#: How the page names each architecture of `vaswani_inspect.architectures.ARCHITECTURES` (another: its own name).
-ARCHITECTURE_NAMES = {
-    "vaswani": "hf_vaswani",
-    "marian": "Marian / OPUS-MT",
-    "m2m100": "M2M100 / NLLB",
-    "mbart": "mBART",
-    "bart": "BART",
-    "t5": "T5",
-}
+#: How the page names each architecture of `hf_vaswani.architectures.ARCHITECTURES` (its ``display_name``; an
+#: unknown one: its own name), read from the registry at each use.
+ARCHITECTURE_NAMES = DISPLAY_NAMES
 #: A downloaded attention record file is deleted after this many seconds, both the demo's own copy and the copy
 #: Gradio serves from its cache.
 FILE_TTL_SECONDS = 3600

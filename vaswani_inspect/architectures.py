@@ -14,18 +14,20 @@ The rest of `vaswani_inspect` asks this module, never a model's class or config 
 * `output_logits(model, states)`: the vocabulary logits from the decoder's last hidden states, as the model's own
   forward computes them (T5 scales tied outputs by d_model^-0.5; Marian adds a bias).
 
-Adding an architecture is one `Architecture` entry below and one tiny model in `vaswani_inspect.testing_models`.
+The entries themselves (`Architecture`, `ARCHITECTURES`) are plain data in `hf_vaswani.architectures`, re-exported
+here, since `hf_vaswani`'s backends and the demo read them too: adding an architecture is one entry there and one
+tiny model in `vaswani_inspect.testing_models` (docs/extending.md).
 """
 
 from __future__ import annotations
 
 import warnings
 import weakref
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import torch
+
+from hf_vaswani.architectures import ARCHITECTURES, MODEL_TYPES, Architecture, architecture_for_model_type
 
 __all__ = [
     "ARCHITECTURES",
@@ -60,81 +62,6 @@ class Projections(NamedTuple):
     output: torch.nn.Module
 
 
-def _no_scale(config: Any) -> float:
-    return 1.0
-
-
-def _t5_output_scale(config: Any) -> float:
-    # T5 rescales the decoder output before a tied output layer (transformers' `scale_decoder_outputs`).
-    scaled = getattr(config, "scale_decoder_outputs", getattr(config, "tie_word_embeddings", True))
-    return float(config.d_model) ** -0.5 if scaled else 1.0
-
-
-@dataclass(frozen=True)
-class Architecture:
-    """Where one architecture keeps its attention.
-
-    Attributes:
-        name: what the toolkit calls it ("vaswani", "marian", ...).
-        model_types: the ``config.model_type`` values it covers.
-        layers: the attribute of the encoder and of the decoder stack that lists their layers.
-        modules: for each kind, the dotted path from a layer to its attention module.
-        projections: the attribute names of the query, key, value and output projections in a module.
-        heads: the module attribute holding its number of heads; `head_dim` the one holding each head's size.
-        output_scale: the factor the model applies to the decoder's last states before the output layer.
-        ctranslate2: the demo can translate it with CTranslate2 (an exact export exists).
-        trained_aligner: the model may carry a trained aligner (``config.alignment``).
-        example: a Hub id of a model of this architecture, for messages and documentation.
-    """
-
-    name: str
-    model_types: tuple[str, ...]
-    layers: tuple[str, str] = ("layers", "layers")
-    modules: tuple[str, str, str] = ("self_attn", "self_attn", "encoder_attn")
-    projections: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "out_proj")
-    heads: str = "num_heads"
-    head_dim: str = "head_dim"
-    output_scale: Callable[[Any], float] = _no_scale
-    ctranslate2: bool = False
-    trained_aligner: bool = False
-    example: str = ""
-
-
-#: The architectures the toolkit is tested on, by name.
-ARCHITECTURES: dict[str, Architecture] = {
-    entry.name: entry
-    for entry in (
-        Architecture(
-            "vaswani",
-            ("vaswani",),
-            modules=("self_attn", "self_attn", "cross_attn"),
-            ctranslate2=True,
-            trained_aligner=True,
-            example="pretrained/vaswani-tatoeba-es-en",
-        ),
-        Architecture(
-            "marian", ("marian",), ctranslate2=True, trained_aligner=True, example="Helsinki-NLP/opus-mt-es-en"
-        ),
-        Architecture("m2m100", ("m2m_100",), example="facebook/nllb-200-distilled-600M"),
-        Architecture("mbart", ("mbart",), example="facebook/mbart-large-50-many-to-many-mmt"),
-        Architecture("bart", ("bart",), example="facebook/bart-base"),
-        Architecture(
-            "t5",
-            ("t5", "mt5"),
-            layers=("block", "block"),
-            modules=("layer.0.SelfAttention", "layer.0.SelfAttention", "layer.1.EncDecAttention"),
-            projections=("q", "k", "v", "o"),
-            heads="n_heads",
-            head_dim="key_value_proj_dim",
-            output_scale=_t5_output_scale,
-            example="google-t5/t5-small",
-        ),
-    )
-}
-
-_GENERIC = Architecture("generic", ())
-
-
 def _model_type(model: Any) -> str:
     return str(getattr(getattr(model, "config", None), "model_type", "") or "")
 
@@ -167,10 +94,8 @@ def _entry(model: Any) -> Architecture:
             "there is no cross-attention to inspect."
         )
     model_type = _model_type(model)
-    for entry in ARCHITECTURES.values():
-        if model_type in entry.model_types:
-            return entry
-    return Architecture(model_type or type(model).__name__, (model_type,))
+    entry = architecture_for_model_type(model_type)
+    return entry if entry is not None else Architecture(model_type or type(model).__name__, (model_type,))
 
 
 def _attribute(root: Any, path: str) -> Any:
@@ -181,7 +106,7 @@ def _attribute(root: Any, path: str) -> Any:
 
 
 def _find_modules(model: Any, entry: Architecture) -> dict[str, list[torch.nn.Module]]:
-    supported = ", ".join(sorted(t for a in ARCHITECTURES.values() for t in a.model_types))
+    supported = ", ".join(sorted(MODEL_TYPES))
     stacks = {}
     for side, getter, attribute in (
         ("encoder", "get_encoder", entry.layers[0]),

@@ -7,7 +7,7 @@ conventions, so that the tests meet the same quirks as real models, without the 
 - ``"marian"`` imitates Helsinki-NLP/opus-mt-es-en: a one-direction model (no ``>>xx<<`` codes) with the slow,
   SentencePiece-based `MarianTokenizer` (``source.spm``, ``target.spm``, a joint ``vocab.json``), ``</s>``=0,
   ``<unk>``=1 and the pad token *last*, which is also the decoder start token.
-- ``"nllb"`` imitates facebook/nllb-200-distilled-600M: an `M2M100ForConditionalGeneration` with the `NllbTokenizer`
+- ``"m2m100"`` imitates facebook/nllb-200-distilled-600M: an `M2M100ForConditionalGeneration` with the `NllbTokenizer`
   (``tokenizer.json``, SentencePiece BPE, fairseq ids ``<s>`` ``<pad>`` ``</s>`` ``<unk>`` = 0-3), language codes
   (``spa_Latn``, ``eng_Latn``, ``fra_Latn``) as special tokens after the pieces, then ``<mask>``; the source code
   comes first in every source, the target language is chosen with ``forced_bos_token_id`` and decoding starts with
@@ -22,9 +22,11 @@ conventions, so that the tests meet the same quirks as real models, without the 
   ``<pad>``=0 ``</s>``=1 ``<unk>``=2, no sentinel tokens), translation chosen by a task prefix from the config's
   ``task_specific_params``, and a model vocabulary larger than the tokenizer's (as 32128 vs 32100 in t5-small).
 
-Every model has d_model 32, 2 encoder and 2 decoder layers, 4 heads and a vocabulary of a few hundred pieces trained
-offline on `vaswani_inspect.testing.sentence_pairs` plus a few sentences with capitals and accents; weights are random
-from `torch.manual_seed(seed)`. Each folder has a ``generation_config.json`` with a short ``max_length``, so that
+Each builder registers itself under its architecture's name in `hf_vaswani.architectures.ARCHITECTURES`
+(`tiny_model`): `TINY_MODELS` holds them, `ARCHITECTURES` is their names. Every model has d_model 32, 2 encoder and
+2 decoder layers, 4 heads and a vocabulary of a few hundred pieces trained offline on
+`vaswani_inspect.testing.sentence_pairs` plus a few sentences with capitals and accents; weights are random from
+`torch.manual_seed(seed)`. Each folder has a ``generation_config.json`` with a short ``max_length``, so that
 generation on random weights stops quickly.
 
 Quirks worth knowing (transformers 5): every tokenizer but Marian's is backed by `tokenizers` (the "Fast" names are
@@ -38,10 +40,18 @@ import functools
 import io
 import json
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ARCHITECTURES = ("marian", "nllb", "mbart", "bart", "t5")
+from hf_vaswani import architectures as registry
+
+#: Writes a tiny model of one architecture into an existing folder.
+Writer = Callable[[Path], None]
+#: The tiny model of each architecture, by the architecture's name (`tiny_model` adds one).
+TINY_MODELS: dict[str, Writer] = {}
+#: The architectures that have a tiny model, in registration order (a view of `TINY_MODELS`: it sees later ones).
+ARCHITECTURES = TINY_MODELS.keys()
 
 # Sentences with capitals, punctuation and accented words, added to the shared test corpus.
 _EXTRA_PAIRS = (
@@ -74,6 +84,25 @@ def corpus_pairs() -> list[tuple[str, str]]:
     from vaswani_inspect.testing import sentence_pairs
 
     return sentence_pairs() + list(_EXTRA_PAIRS)
+
+
+def tiny_model(architecture: str) -> Callable[[Writer], Writer]:
+    """Register the decorated writer as the tiny model of `architecture`, a name of
+    `hf_vaswani.architectures.ARCHITECTURES`.
+
+    Raises:
+        ValueError: the architecture is not registered, or already has a tiny model.
+    """
+
+    def register(writer: Writer) -> Writer:
+        if architecture not in registry.ARCHITECTURES:
+            raise ValueError(f"{architecture!r} is no architecture of hf_vaswani.architectures.ARCHITECTURES.")
+        if architecture in TINY_MODELS:
+            raise ValueError(f"The architecture {architecture!r} already has a tiny model.")
+        TINY_MODELS[architecture] = writer
+        return writer
+
+    return register
 
 
 def _corpus(side: str = "both") -> list[str]:
@@ -144,6 +173,7 @@ def _save(model: Any, tokenizer: Any, folder: Path) -> None:
 # --- Marian (Helsinki-NLP/opus-mt-es-en) --------------------------------------------------------------------------
 
 
+@tiny_model("marian")
 def _write_marian(folder: Path) -> None:
     from transformers import MarianConfig, MarianMTModel, MarianTokenizer
 
@@ -199,6 +229,7 @@ def _write_marian(folder: Path) -> None:
 # --- NLLB (facebook/nllb-200-distilled-600M) ----------------------------------------------------------------------
 
 
+@tiny_model("m2m100")
 def _write_nllb(folder: Path) -> None:
     from transformers import M2M100Config, M2M100ForConditionalGeneration, NllbTokenizer
     from transformers.tokenization_utils_base import generate_merges
@@ -240,6 +271,7 @@ def _write_nllb(folder: Path) -> None:
 # --- mBART-50 (facebook/mbart-large-50-many-to-many-mmt) ----------------------------------------------------------
 
 
+@tiny_model("mbart")
 def _write_mbart(folder: Path) -> None:
     from transformers import MBart50Tokenizer, MBartConfig, MBartForConditionalGeneration
 
@@ -273,6 +305,7 @@ def _write_mbart(folder: Path) -> None:
 # --- BART, byte-level BPE ------------------------------------------------------------------------------------------
 
 
+@tiny_model("bart")
 def _write_bart(folder: Path) -> None:
     from tokenizers import ByteLevelBPETokenizer
     from transformers import BartConfig, BartForConditionalGeneration, BartTokenizer
@@ -320,6 +353,7 @@ def _write_bart(folder: Path) -> None:
 # --- T5 (t5-small) ---------------------------------------------------------------------------------------------------
 
 
+@tiny_model("t5")
 def _write_t5(folder: Path) -> None:
     from transformers import T5Config, T5ForConditionalGeneration, T5Tokenizer
 
@@ -356,15 +390,6 @@ def _write_t5(folder: Path) -> None:
     _save(model, tokenizer, folder)
 
 
-_WRITERS = {
-    "marian": _write_marian,
-    "nllb": _write_nllb,
-    "mbart": _write_mbart,
-    "bart": _write_bart,
-    "t5": _write_t5,
-}
-
-
 def write_tiny_architecture(architecture: str, folder: str | Path, *, seed: int = 0) -> Path:
     """Save a tiny random model of `architecture` and its tokenizer in `folder`; return the folder.
 
@@ -374,10 +399,10 @@ def write_tiny_architecture(architecture: str, folder: str | Path, *, seed: int 
     """
     import torch
 
-    if architecture not in _WRITERS:
+    if architecture not in TINY_MODELS:
         raise ValueError(f"unknown architecture {architecture!r}; expected one of {', '.join(ARCHITECTURES)}")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
-    _WRITERS[architecture](folder)
+    TINY_MODELS[architecture](folder)
     return folder

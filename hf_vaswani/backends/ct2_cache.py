@@ -5,8 +5,9 @@ named after a hash of the model's weights, config and tokenizer files (``3f2a...
 made again when they change. The model folder is only read. Each export's stamp records the size and SHA-256 of
 every file it wrote; an entry whose files no longer match is made again, with a `CTranslate2CacheWarning`. A cache
 that cannot be written is a `CTranslate2CacheError`. Our models are exported by `hf_vaswani.export.ctranslate2`,
-Marian (OPUS-MT) models by CTranslate2's own `TransformersConverter`; any other model type is refused with one
-sentence (`ctranslate2_model_type`).
+the other model types of `CTRANSLATE2_MODEL_TYPES` (the architectures declaring ``ctranslate2`` in
+`hf_vaswani.architectures`: Marian, OPUS-MT) by CTranslate2's own `TransformersConverter`; any other model type is
+refused with one sentence (`ctranslate2_model_type`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..architectures import CTRANSLATE2_MODEL_TYPES
 from ..paths import default_model_path, looks_like_local_path
 
 __all__ = [
@@ -35,10 +37,9 @@ __all__ = [
 
 #: Files whose content decides whether a cached export is still the model's.
 FINGERPRINTED = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
-#: A Marian folder's tokenizer files, fingerprinted as well (its tokenizer is SentencePiece, not tokenizer.json).
+#: The tokenizer files of a model CTranslate2's own converter exports (Marian's SentencePiece files, no
+#: tokenizer.json), fingerprinted as well.
 MARIAN_FINGERPRINTED = ("vocab.json", "source.spm", "target.spm")
-#: The ``model_type`` values CTranslate2 translates here: ours (our own exporter) and Marian (CTranslate2's).
-CTRANSLATE2_MODEL_TYPES = ("vaswani", "marian")
 #: Written into each cached export: what it was made from.
 STAMP = "hf_vaswani_export.json"
 #: Changes when the export itself changes, so that older cached exports are made again.
@@ -92,7 +93,7 @@ def ensure_ctranslate2_export(
     damage = _entry_damage(target, fingerprint)
     if damage is None:
         return target
-    exporter = _export_marian if model_type == "marian" else _export_vaswani
+    exporter = _export_vaswani if model_type == "vaswani" else _export_transformers
     try:
         _export_into(folder, target, quantization, fingerprint, exporter)
     except OSError as error:
@@ -151,7 +152,7 @@ def _fingerprint(folder: Path, quantization: str, model_type: str = "vaswani") -
     # Our exports keep the hash they always had; another model type adds its name (another converter made it).
     kind = "" if model_type == "vaswani" else f"{model_type}|"
     digest = hashlib.sha256(f"{kind}{EXPORT_VERSION}|{quantization}|{ctranslate2.__version__}".encode())
-    names = FINGERPRINTED + (MARIAN_FINGERPRINTED if model_type == "marian" else ())
+    names = FINGERPRINTED + (() if model_type == "vaswani" else MARIAN_FINGERPRINTED)
     files = _weight_files(folder) + [folder / name for name in names if (folder / name).is_file()]
     for path in files:
         digest.update(path.name.encode() + b"\0")
@@ -247,9 +248,10 @@ def _export_vaswani(folder: Path, staging: Path, quantization: str) -> None:
     export_ctranslate2(folder, staging, quantization=quantization, force=True)
 
 
-def _export_marian(folder: Path, staging: Path, quantization: str) -> None:
-    """CTranslate2's own converter: it drops the ``<pad>`` transformers appends to OPUS-MT vocabularies (the last
-    id, so the other ids are unchanged) and starts the decoder from a zero embedding, as Marian does."""
+def _export_transformers(folder: Path, staging: Path, quantization: str) -> None:
+    """CTranslate2's own converter, for the model types of `CTRANSLATE2_MODEL_TYPES` but ours. On Marian it drops
+    the ``<pad>`` transformers appends to OPUS-MT vocabularies (the last id, so the other ids are unchanged) and
+    starts the decoder from a zero embedding, as Marian does."""
     from ctranslate2.converters import TransformersConverter
 
     with warnings.catch_warnings():

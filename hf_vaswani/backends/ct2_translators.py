@@ -275,7 +275,8 @@ def load_ctranslate2(
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> CTranslate2Translator:
     """A `CTranslate2Translator` for `model` (a folder or Hub id; `None`: the shipped checkpoint), exported on first
-    use (`ensure_ctranslate2_export`); a `MarianCTranslate2Translator` for a Marian (OPUS-MT) model.
+    use (`ensure_ctranslate2_export`); a `MarianCTranslate2Translator` for a Marian (OPUS-MT) model and any other
+    model type of `CTRANSLATE2_MODEL_TYPES` (exported by CTranslate2's own converter).
 
     Args:
         quantization: the weight type; default `default_quantization(device)` (int8 on a CPU).
@@ -287,7 +288,7 @@ def load_ctranslate2(
     quantization = quantization or default_quantization(device)
     folder = local_model_folder(model)
     export = ensure_ctranslate2_export(folder, quantization, cache_dir=cache_dir)
-    kind = MarianCTranslate2Translator if ctranslate2_model_type(folder) == "marian" else CTranslate2Translator
+    kind = CTranslate2Translator if ctranslate2_model_type(folder) == "vaswani" else MarianCTranslate2Translator
     return kind(folder, export, quantization, device=device, threads=threads)
 
 

@@ -33,7 +33,7 @@ from vaswani_inspect.record import AttentionRecord  # noqa: E402
 #: The directions each tiny model serves (BART's is given: its folder does not say it).
 DIRECTIONS = {
     "marian": ("es-en",),
-    "nllb": ("es-en", "en-es"),
+    "m2m100": ("es-en", "en-es"),
     "mbart": ("es-en", "en-es"),
     "bart": ("es-en",),
     "t5": ("es-en", "en-es"),

@@ -14,14 +14,14 @@ SENTENCES = ["El gato se comió el ratón.", "¿Dónde está el ratón?"]
 # BartTokenizerFast is RobertaTokenizer. Marian has only the slow, SentencePiece-based class.
 TOKENIZER_CLASSES = {
     "marian": "MarianTokenizer",
-    "nllb": "NllbTokenizer",
+    "m2m100": "NllbTokenizer",
     "mbart": "MBart50Tokenizer",
     "bart": "RobertaTokenizer",
     "t5": "T5Tokenizer",
 }
 TOKENIZER_FILES = {
     "marian": {"source.spm", "target.spm", "vocab.json", "tokenizer_config.json"},
-    "nllb": {"tokenizer.json", "tokenizer_config.json"},
+    "m2m100": {"tokenizer.json", "tokenizer_config.json"},
     "mbart": {"tokenizer.json", "tokenizer_config.json"},
     "bart": {"vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json"},
     "t5": {"tokenizer.json", "tokenizer_config.json"},
@@ -78,7 +78,7 @@ def _check_t5(tokenizer, model, folder):
 
 CHECKS = {
     "marian": _check_marian,
-    "nllb": _check_language_codes(NLLB_LANGUAGE_CODES, "spa_Latn", "eng_Latn"),
+    "m2m100": _check_language_codes(NLLB_LANGUAGE_CODES, "spa_Latn", "eng_Latn"),
     "mbart": _check_language_codes(("es_XX", "en_XX"), "es_XX", "en_XX"),
     "bart": _check_bart,
     "t5": _check_t5,

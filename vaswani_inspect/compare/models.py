@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..architectures import ARCHITECTURES
+from hf_vaswani.architectures import MODEL_TYPES
+
 from ..extract import AttentionUnavailableError, load_model_and_tokenizer
 from .errors import CompareInputError
 from .words import Pieces
@@ -63,7 +64,7 @@ _MASK_BUILT_BY_ENCODER = frozenset({"deberta-v2"})
 #: `config.model_type` values that `--model` (`load_ours`) accepts: the encoder-decoders the toolkit knows
 #: (`vaswani_inspect.architectures`): ours, Marian, M2M100/NLLB, mBART, BART, T5. Each reads the English through
 #: its direction (`vaswani_inspect.directions`): a language token, a language code or a task prefix.
-OUR_MODEL_TYPES: tuple[str, ...] = tuple(t for entry in ARCHITECTURES.values() for t in entry.model_types)
+OUR_MODEL_TYPES = MODEL_TYPES
 #: Our direction for the encoder pass: English source, Spanish target (source text `>>es<< sentence`).
 ENCODER_DIRECTION = "en-es"
 #: Our direction for the decoder pass: Spanish source, English target read by the decoder.

@@ -18,7 +18,7 @@ from vaswani_inspect.attribution import METHODS, SHARE_METHODS, attribute, pool_
 from vaswani_inspect.attribution.alti import alti_contributions, alti_plus_scores, manhattan_contributions
 from vaswani_inspect.testing import tiny_model
 
-PRE_NORM = {"marian": False, "bart": False, "nllb": True, "mbart": True, "t5": True}
+PRE_NORM = {"marian": False, "bart": False, "m2m100": True, "mbart": True, "t5": True}
 
 
 @pytest.fixture(scope="module")
