@@ -231,12 +231,12 @@ def gradient_scores(
 
 
 def __getattr__(name: str) -> tuple[str, ...]:
-    # `GRADIENT_METHODS` is every registered method that reads gradients (`vaswani_inspect.attribution.api`), read
-    # when asked: this module is imported while the registry is filled.
+    # `GRADIENT_METHODS` is every registered method that reads gradients, read when asked: this module is imported
+    # while the registry is filled.
     if name == "GRADIENT_METHODS":
-        from .api import GRADIENT_METHODS
+        from .registry import method_names
 
-        return GRADIENT_METHODS
+        return method_names(reads_gradients=True)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

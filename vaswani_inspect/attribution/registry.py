@@ -25,10 +25,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .result import Attribution
+from typing import Any
 
 __all__ = [
     "LANGUAGES",
@@ -66,7 +63,7 @@ class Method:
     """
 
     name: str
-    function: Callable[..., Attribution]
+    function: Callable[..., Any]  # returns an `Attribution` (not imported: the registry imports no module of ours)
     runs_model: bool
     label: Mapping[str, str]
     about: Mapping[str, str]
@@ -165,7 +162,7 @@ def _discover() -> None:
     with _DISCOVERY:
         if _discovered:
             return
-        from . import methods
+        import vaswani_inspect.attribution.methods as methods  # a folder of modules, found by name
 
         for module in sorted(pkgutil.iter_modules(methods.__path__), key=lambda found: found.name):
             importlib.import_module(f"{methods.__name__}.{module.name}")

@@ -6,22 +6,14 @@ from typing import Any
 
 from ...record import AttentionRecord
 from ..alti import alti_plus_scores
-from ..pooling import pool_to_words, source_shares
 from ..registry import Method, register
 from ..result import Attribution
 
 
 def _alti_plus(model: Any, record: AttentionRecord) -> Attribution:
     source, prefix = alti_plus_scores(model, record)
-    return Attribution(
-        "alti_plus",
-        record,
-        pool_to_words(source, record),
-        source_shares(source, prefix, record),
-        token_scores=source,
-        prefix_scores=prefix,
-        settings={"distance": "manhattan", "blocks": "attention + residual + layer norm", "heads": "all"},
-    )
+    settings = {"distance": "manhattan", "blocks": "attention + residual + layer norm", "heads": "all"}
+    return Attribution.from_token_scores("alti_plus", record, source, prefix, settings=settings)
 
 
 register(

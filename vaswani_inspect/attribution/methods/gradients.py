@@ -8,7 +8,6 @@ from typing import Any
 
 from ...record import AttentionRecord
 from ..gradients import DEFAULT_BATCH_SIZE, DEFAULT_STEPS, gradient_scores
-from ..pooling import pool_to_words, source_shares
 from ..registry import Method, register
 from ..result import Attribution
 
@@ -25,16 +24,7 @@ def _gradient(name: str) -> Callable[..., Attribution]:
         source, prefix, settings, details = gradient_scores(
             model, record, name, n_steps=n_steps, batch_size=batch_size, precision=precision
         )
-        return Attribution(
-            name,
-            record,
-            pool_to_words(source, record),
-            source_shares(source, prefix, record),
-            token_scores=source,
-            prefix_scores=prefix,
-            settings=settings,
-            details=details,
-        )
+        return Attribution.from_token_scores(name, record, source, prefix, settings=settings, details=details)
 
     return run
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from ...record import AttentionRecord
-from ..pooling import pool_to_words, source_shares
 from ..registry import Method, register
 from ..result import Attribution
 from ..rollout import decoder_rollout
@@ -13,15 +12,8 @@ from ..rollout import decoder_rollout
 
 def _rollout(model: Any, record: AttentionRecord) -> Attribution:
     source, prefix = decoder_rollout(record)
-    return Attribution(
-        "rollout",
-        record,
-        pool_to_words(source, record),
-        source_shares(source, prefix, record),
-        token_scores=source,
-        prefix_scores=prefix,
-        settings={"heads": "mean", "residual": 0.5, "source_share": "constant: 1 - 0.5 ** decoder layers"},
-    )
+    settings = {"heads": "mean", "residual": 0.5, "source_share": "constant: 1 - 0.5 ** decoder layers"}
+    return Attribution.from_token_scores("rollout", record, source, prefix, settings=settings)
 
 
 register(

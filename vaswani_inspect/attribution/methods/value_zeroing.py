@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from ...record import AttentionRecord
-from ..pooling import pool_to_words
 from ..registry import Method, register
 from ..result import Attribution
 from ..value_zeroing import value_zeroing_scores
@@ -15,7 +14,7 @@ from ..value_zeroing import value_zeroing_scores
 def _value_zeroing(model: Any, record: AttentionRecord, *, batch_size: int = 64) -> Attribution:
     scores = value_zeroing_scores(model, record, batch_size=batch_size)
     settings = {"zeroed": "cross-attention values, every decoder layer", "distance": "cosine"}
-    return Attribution("value_zeroing", record, pool_to_words(scores, record), token_scores=scores, settings=settings)
+    return Attribution.from_token_scores("value_zeroing", record, scores, settings=settings)
 
 
 register(
