@@ -63,7 +63,7 @@ class Method:
     """
 
     name: str
-    function: Callable[..., Any]  # returns an `Attribution` (not imported: the registry imports no module of ours)
+    function: Callable[..., Any]  # returns an `Attribution` (not imported: the methods import the registry)
     runs_model: bool
     label: Mapping[str, str]
     about: Mapping[str, str]

@@ -153,6 +153,22 @@ def test_the_demo_offers_it_with_its_labels_and_notes(dummy, calls):
     assert dummy.name in CHOICES["en"]["method"] and "needy_dummy" not in CHOICES["en"]["method"]
 
 
+@pytest.mark.parametrize("name", method_names(runs_model=False))
+def test_a_method_that_does_not_run_the_model_never_calls_it(name, model, tokenizer, record):
+    """What `runs_model=False` promises (the demo runs such a method without its copy of the model): no module of
+    the model is called."""
+
+    def refuse(module, inputs):
+        raise AssertionError(f"{name} ran {type(module).__name__}")
+
+    hooks = [module.register_forward_pre_hook(refuse) for module in model.modules()]
+    try:
+        assert attribute(model, tokenizer, record, method=name).method == name
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+
 class _Config:
     """A model config holding only `alignment` (what `model_aligner` reads)."""
 
