@@ -307,7 +307,7 @@ class _MethodTexts(Mapping[str, str]):
         self._language, self._part, self._prefix = language, part, prefix
 
     def _texts(self) -> dict[str, str]:
-        from vaswani_inspect.attribution.registry import method_entries  # when read: this module imports nothing
+        from vaswani_inspect.attribution.registry import method_entries  # here: this module imports nothing at import
 
         return {
             f"{self._prefix}{method.name}": getattr(method, self._part)[self._language] for method in method_entries()
