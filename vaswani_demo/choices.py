@@ -23,8 +23,7 @@ from typing import Any, NamedTuple
 from hf_vaswani.limits import MAX_NUM_BEAMS, generation_limits
 from vaswani_inspect.alignment.config import model_aligner, model_alignment
 from vaswani_inspect.architectures import head_counts
-from vaswani_inspect.attribution import METHODS
-from vaswani_inspect.attribution.gradients import GRADIENT_METHODS
+from vaswani_inspect.attribution.registry import method_entries, method_names
 from vaswani_inspect.record import check_alignment
 
 from .figures import settings_text
@@ -44,10 +43,13 @@ Options = tuple[tuple[str, str], ...]
 
 
 def offered_methods() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(the explanation methods the demo offers, attention first; those it cannot, for want of captum)."""
-    if importlib.util.find_spec("captum") is not None:
-        return METHODS, ()
-    return tuple(m for m in METHODS if m not in GRADIENT_METHODS), tuple(m for m in METHODS if m in GRADIENT_METHODS)
+    """(the explanation methods the demo offers, attention first; those it cannot, for want of a library they
+    need: captum for the gradient methods, each method's `needs`)."""
+    entries = method_entries()
+    needed = {library for method in entries for library in method.needs}
+    installed = {library for library in needed if importlib.util.find_spec(library) is not None}
+    missing = tuple(method.name for method in entries if not set(method.needs) <= installed)
+    return tuple(method.name for method in entries if method.name not in missing), missing
 
 
 def head_value(heads: list[int] | str) -> str:
@@ -116,7 +118,7 @@ class DemoChoices:
     head_options: Mapping[str, Options]
     defaults: Mapping[str, Any]
     ablation_labels: Mapping[str, tuple[str, ...]]
-    methods: tuple[str, ...] = METHODS
+    methods: tuple[str, ...] = field(default_factory=method_names)
     missing_methods: tuple[str, ...] = ()
     default_method: str = "attention"
     measurements: Mapping[str, Any] | None = None

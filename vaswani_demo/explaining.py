@@ -28,7 +28,7 @@ import gradio as gr
 
 # The module, not its functions: each call looks its function up, so that a test can replace one.
 import vaswani_demo.drawing as drawing
-from vaswani_inspect.attribution import MODEL_METHODS, SHARE_METHODS
+from vaswani_inspect.attribution.registry import method_names
 
 from .answers import request_language, warn_on_page
 from .attribution_drawing import attribution_heatmap, attribution_lines, attribution_pairs, share_figure, shown_matrix
@@ -72,7 +72,7 @@ def method_choice(value: Any, offered: tuple[str, ...]) -> str:
 def share_method(method: str) -> str:
     """The method whose source-vs-prefix share the page draws when `method` is chosen: `method` itself when it
     measures one (`SHARE_METHODS`, rollout's constant excepted), else `SHARE_FALLBACK` (ALTI+)."""
-    if method in SHARE_METHODS and method not in SHARE_CONSTANT_METHODS:
+    if method in method_names(measures_share=True) and method not in SHARE_CONSTANT_METHODS:
         return method
     return SHARE_FALLBACK
 
@@ -146,7 +146,7 @@ def method_note(choices: DemoChoices, method: Any, language: str = DEFAULT_LANGU
     first = [f"**{Named('method', method).told(language)}**: {message(language, f'method.about.{method}')}"]
     if method != "attention":
         first.append(message(language, "method.controls"))
-    if method in MODEL_METHODS:
+    if method in method_names(runs_model=True):
         first.append(message(language, "method.runs"))
     if len({serving.model_name for serving in choices.serving.values()}) > 1:  # each folder measures its own model
         measured = message(language, "measured.several", method=Named("method", method), file=MEASUREMENTS_FILE)

@@ -29,7 +29,8 @@ from hf_vaswani.placeholders import find_spans, vocabulary_of
 from hf_vaswani.source_checks import UnknownCharactersWarning
 from vaswani_inspect.ablation import ablate_heads
 from vaswani_inspect.architectures import is_vaswani
-from vaswani_inspect.attribution import MODEL_METHODS, attribute
+from vaswani_inspect.attribution import attribute
+from vaswani_inspect.attribution.registry import method_names
 from vaswani_inspect.extract import extract
 
 from .checks import TranslationRequest, heads_from_labels, text_notes, translation_request
@@ -331,7 +332,7 @@ class ModelRunner:
         started = time.perf_counter()
         served = self.served(getattr(record, "direction", None))
         try:
-            if method in MODEL_METHODS:
+            if method in method_names(runs_model=True):
                 attribution = self._explain_with_the_copy(served, record, method)
             else:
                 options = explanation_options(method, served.model)

@@ -9,8 +9,9 @@ Two kinds of text:
   not translate values computed on the server, so these are formatted in the language of the request
   (`language_from_header`, read from its ``Accept-Language`` header) by `message`.
 
-`CHOICES` names the values of the radio buttons and dropdowns in both languages. Nothing is imported here, so that
-the parts without Gradio (`checks`, `choices`, `runner`, `drawing`) can use it.
+`CHOICES` names the values of the radio buttons and dropdowns in both languages. The explanation methods' labels
+and descriptions are their registry entries' (`vaswani_inspect.attribution.registry`), read when asked. Nothing is
+imported here, so that the parts without Gradio (`checks`, `choices`, `runner`, `drawing`) can use it.
 
 Long because it is the demo's whole phrase book, one table per language, which must be read (and kept) side by side.
 """
@@ -19,7 +20,8 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Mapping
+from collections import ChainMap
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 __all__ = [
@@ -295,24 +297,41 @@ PAGE: dict[str, dict[str, str]] = {
     },
 }
 
+
+class _MethodTexts(Mapping[str, str]):
+    """One text of every explanation method in one language, by method (`prefix` + name): the method's registry
+    entry carries it (`vaswani_inspect.attribution.registry.Method`, its `label` or `about`), so that a new method
+    brings its own words. Read on each access, so that a method registered after this module is named too."""
+
+    def __init__(self, language: str, part: str, prefix: str = "") -> None:
+        self._language, self._part, self._prefix = language, part, prefix
+
+    def _texts(self) -> dict[str, str]:
+        from vaswani_inspect.attribution.registry import method_entries  # here: this module imports nothing at import
+
+        return {
+            f"{self._prefix}{method.name}": getattr(method, self._part)[self._language] for method in method_entries()
+        }
+
+    def __getitem__(self, key: str) -> str:
+        return self._texts()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._texts())
+
+    def __len__(self) -> int:
+        return len(self._texts())
+
+
 #: The labels of the controls' values, by language, control and value.
-CHOICES: dict[str, dict[str, dict[str, str]]] = {
+CHOICES: dict[str, dict[str, Mapping[str, str]]] = {
     "en": {
         "direction": {"es-en": "Spanish → English", "en-es": "English → Spanish"},
         "kind": {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"},
         "view": {"head": "Head view", "model": "Model view"},
         "unit": {"words": "Words, alignment links boxed", "tokens": "Subword tokens"},
         "language": {"es": "Spanish", "en": "English"},
-        "method": {
-            "attention": "Attention",
-            "attention_norm": "Attention × value norm",
-            "rollout": "Attention rollout",
-            "saliency": "Saliency (gradients)",
-            "input_x_gradient": "Input × gradient",
-            "integrated_gradients": "Integrated gradients",
-            "value_zeroing": "Value zeroing",
-            "alti_plus": "ALTI+ (contributions)",
-        },
+        "method": _MethodTexts("en", "label"),
     },
     "es": {
         "direction": {"es-en": "Español → inglés", "en-es": "Inglés → español"},
@@ -324,21 +343,13 @@ CHOICES: dict[str, dict[str, dict[str, str]]] = {
         "view": {"head": "Vista de cabezas", "model": "Vista del modelo"},
         "unit": {"words": "Palabras, con los enlaces de alineamiento recuadrados", "tokens": "Tokens de subpalabra"},
         "language": {"es": "español", "en": "inglés"},
-        "method": {
-            "attention": "Atención",
-            "attention_norm": "Atención × norma del valor",
-            "rollout": "Rollout de la atención",
-            "saliency": "Saliencia (gradientes)",
-            "input_x_gradient": "Entrada × gradiente",
-            "integrated_gradients": "Gradientes integrados",
-            "value_zeroing": "Anulación de valores",
-            "alti_plus": "ALTI+ (contribuciones)",
-        },
+        "method": _MethodTexts("es", "label"),
     },
 }
 
-#: What the demo says at run time, by language and key; `{name}` fields are filled by `message`.
-MESSAGES: dict[str, dict[str, str]] = {
+#: What the demo says at run time, by language and key; `{name}` fields are filled by `message`. The methods'
+#: descriptions, ``method.about.NAME``, come with the methods (`_MethodTexts`, added below the table).
+MESSAGES: dict[str, Mapping[str, str]] = {
     "en": {
         # choices of the layer and head controls
         "layer.mean": "average of all layers",
@@ -483,41 +494,6 @@ MESSAGES: dict[str, dict[str, str]] = {
         "figure.share.source": "source",
         "figure.share.prefix": "target prefix",
         "figure.share.axis": "share",
-        "method.about.attention": (
-            "the cross-attention weights of the layer and head chosen below, with or without shift: the reading the "
-            "model aligns with."
-        ),
-        "method.about.attention_norm": (
-            "each cross-attention weight times the length of the vector its source token sends through the head "
-            "(Kobayashi et al. 2020), on the layers and heads of the model's aligner."
-        ),
-        "method.about.rollout": (
-            "attention followed back through every decoder layer, self- and cross-attention together (Abnar and "
-            "Zuidema 2020); its split between the source and the target prefix is the same for every word (1 - "
-            "0.5 to the number of layers), so the bar shows ALTI+'s."
-        ),
-        "method.about.saliency": (
-            "how strongly each target word's log-probability responds to each source word's embedding (the size "
-            "of its gradient)."
-        ),
-        "method.about.input_x_gradient": (
-            "the gradient multiplied by the embedding itself: a word counts by what it contributes, not only by how "
-            "sensitive the output is to it."
-        ),
-        "method.about.integrated_gradients": (
-            "gradients added up along a path from all-zero embeddings to the real ones: the slowest method here, "
-            "seconds per sentence."
-        ),
-        "method.about.alti_plus": (
-            "how much of each attention block's output each input vector makes up, residual and layer norm "
-            "included, followed through the encoder, the decoder and the cross-attention (Ferrando et al. 2022); "
-            "it also measures how much of each target word comes from the source and how much from the target "
-            "prefix."
-        ),
-        "method.about.value_zeroing": (
-            "how far each target position's final decoder state moves when one source token's values are zeroed in "
-            "every cross-attention layer (Mohebbi et al. 2023)."
-        ),
         "method.controls": (
             "Layer, head and shift are attention's choices: they do not change this method's heatmap, lines or word "
             "pairs (skip punctuation does), and the subword heatmap always shows the cross-attention."
@@ -704,40 +680,6 @@ MESSAGES: dict[str, dict[str, str]] = {
         "figure.share.source": "fuente",
         "figure.share.prefix": "prefijo destino",
         "figure.share.axis": "parte",
-        "method.about.attention": (
-            "los pesos de la cross-attention de la capa y la cabeza elegidas abajo, con o sin desplazamiento: la "
-            "lectura con la que alinea el modelo."
-        ),
-        "method.about.attention_norm": (
-            "cada peso de la cross-attention multiplicado por la longitud del vector que su token fuente envía a "
-            "través de la cabeza (Kobayashi et al. 2020), en las capas y cabezas del alineador del modelo."
-        ),
-        "method.about.rollout": (
-            "la atención seguida hacia atrás por todas las capas del decoder, self-attention y cross-attention a la "
-            "vez (Abnar y Zuidema 2020); su reparto entre la fuente y el prefijo destino es el mismo para toda "
-            "palabra (1 - 0,5 elevado al número de capas), así que la barra muestra el de ALTI+."
-        ),
-        "method.about.saliency": (
-            "cuánto responde la log-probabilidad de cada palabra destino al embedding de cada palabra fuente (el "
-            "tamaño de su gradiente)."
-        ),
-        "method.about.input_x_gradient": (
-            "el gradiente multiplicado por el propio embedding: una palabra cuenta por lo que aporta, no solo por lo "
-            "sensible que es la salida a ella."
-        ),
-        "method.about.integrated_gradients": (
-            "gradientes sumados a lo largo de un camino desde embeddings a cero hasta los reales: el método más "
-            "lento de aquí, segundos por oración."
-        ),
-        "method.about.alti_plus": (
-            "qué parte de la salida de cada bloque de atención forma cada vector de entrada, con la conexión "
-            "residual y la normalización de capa, seguida por el encoder, el decoder y la cross-attention (Ferrando "
-            "et al. 2022); además mide cuánto de cada palabra destino sale de la fuente y cuánto del prefijo destino."
-        ),
-        "method.about.value_zeroing": (
-            "cuánto se mueve el estado final del decoder en cada posición destino cuando se ponen a cero los "
-            "valores de un token fuente en todas las capas de cross-attention (Mohebbi et al. 2023)."
-        ),
         "method.controls": (
             "La capa, la cabeza y el desplazamiento son opciones de la atención: no cambian el mapa de calor, las "
             "líneas ni los pares de palabras de este método (omitir la puntuación sí), y el mapa de calor de "
@@ -789,6 +731,10 @@ MESSAGES: dict[str, dict[str, str]] = {
             "(la traducción de arriba la eligió CTranslate2): la comparación es con la de PyTorch."
         ),
     },
+}
+
+MESSAGES = {
+    language: ChainMap(texts, _MethodTexts(language, "about", "method.about.")) for language, texts in MESSAGES.items()
 }
 
 

@@ -171,26 +171,29 @@ def attention_reading(alignment: dict[str, Any] | None) -> dict[str, Any] | None
     return reading or None
 
 
-#: The attribution methods an aligner can name: `vaswani_inspect.attribution.METHODS` (a test keeps them equal;
-#: written out because the attribution package reads this module).
-ALIGNER_METHODS = (
-    "attention",
-    "attention_norm",
-    "rollout",
-    "saliency",
-    "input_x_gradient",
-    "integrated_gradients",
-    "value_zeroing",
-    "alti_plus",
-)
+#: The attribution methods an aligner can name: `vaswani_inspect.attribution.METHODS`, read from the registry when
+#: asked (`__getattr__`: the attribution package reads this module, so this one imports it only then).
+ALIGNER_METHODS: tuple[str, ...]
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    if name == "ALIGNER_METHODS":
+        return _aligner_methods()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _aligner_methods() -> tuple[str, ...]:
+    from ..attribution.registry import method_names
+
+    return method_names()
 
 
 def _check_aligner(alignment: dict[str, Any]) -> None:
     method, threshold = alignment["method"], alignment.get("threshold")
-    if method not in ALIGNER_METHODS:
+    methods = _aligner_methods()
+    if method not in methods:
         raise ValueError(
-            "VaswaniConfig.alignment must name an attribution method among "
-            f"{', '.join(ALIGNER_METHODS)}, got {method!r}."
+            f"VaswaniConfig.alignment must name an attribution method among {', '.join(methods)}, got {method!r}."
         )
     number = isinstance(threshold, (int, float)) and not isinstance(threshold, bool)
     if "threshold" in alignment and not (number and 0 < threshold <= 1):

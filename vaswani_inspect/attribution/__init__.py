@@ -10,7 +10,8 @@ alignments index, so that an attribution is read like the aligner's attention (l
 
 `attribute` takes a source text (extracted first, `vaswani_inspect.extract`) or an `AttentionRecord` (its
 attention is reused and its target explained, teacher-forced). Every method gives an `Attribution` whose `matrix`
-has exactly the words and shape of `alignment_matrix(record)`. The methods (`METHODS`), one module each:
+has exactly the words and shape of `alignment_matrix(record)`. The methods (`METHODS`), each an entry of the
+registry (`registry.Method`, registered by its module in `methods`; docs/extending.md adds one), computed in:
 
 * "attention" (`attention`): the model's aligner, `alignment_matrix(record)` (today's default matrix);
 * "attention_norm" (`attention`): Kobayashi et al. 2020, alpha * ||f_h(x_s)||, the value vector through the output
@@ -45,20 +46,35 @@ far to trust each one; so does the agreement with head ablation (`ablation_view`
 the source words a method ranks first match where the cross-attention heads the prediction needs are looking?
 """
 
+from . import api
 from .ablation_agreement import AblationAgreement, AblationView, ablation_agreement, ablation_view
-from .api import METHODS, MODEL_METHODS, SHARE_METHODS, attribute, attribute_methods, check_method, method_options
+from .api import attribute, attribute_methods, check_method, method_options
 from .gradients import DEFAULT_STEPS, embedding_attributions
 from .pooling import pool_rows, pool_to_words, source_shares
+from .registry import Method, register
 from .result import Attribution, attribution_links
+
+#: `METHODS` and the lists derived from it (`vaswani_inspect.attribution.api`), read from the registry on each
+#: access so that a method registered later is in them.
+_LISTS = ("GRADIENT_METHODS", "METHODS", "MODEL_METHODS", "SHARE_METHODS")
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    if name in _LISTS:
+        return getattr(api, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_STEPS",
+    "GRADIENT_METHODS",
     "METHODS",
     "MODEL_METHODS",
     "SHARE_METHODS",
     "AblationAgreement",
     "AblationView",
     "Attribution",
+    "Method",
     "ablation_agreement",
     "ablation_view",
     "attribute",
@@ -69,5 +85,6 @@ __all__ = [
     "method_options",
     "pool_rows",
     "pool_to_words",
+    "register",
     "source_shares",
 ]

@@ -1,140 +1,49 @@
-"""`attribute`: one entry for every method, and the registry of their names (`METHODS`)."""
+"""`attribute`: one entry point for every method, and the lists of their names (`METHODS` ...), all read from the
+registry (`vaswani_inspect.attribution.registry`)."""
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..record import AttentionRecord
-from .alti import alti_plus_scores
-from .attention import attention_matrix, attention_norm_matrix
 from .checks import check_positive_int, check_record_ids
-from .gradients import DEFAULT_BATCH_SIZE, DEFAULT_STEPS, gradient_scores
-from .pooling import pool_to_words, source_shares
+from .registry import method_entry, method_names
 from .result import Attribution
-from .rollout import decoder_rollout
-from .value_zeroing import value_zeroing_scores
 
-
-def _attention(model: Any, record: AttentionRecord) -> Attribution:
-    return Attribution("attention", record, attention_matrix(record), settings={"reading": record.alignment})
-
-
-def _attention_norm(model: Any, record: AttentionRecord, *, layers: str = "aligner") -> Attribution:
-    matrix, settings = attention_norm_matrix(model, record, layers)
-    return Attribution("attention_norm", record, matrix, settings=settings)
-
-
-def _rollout(model: Any, record: AttentionRecord) -> Attribution:
-    source, prefix = decoder_rollout(record)
-    return Attribution(
-        "rollout",
-        record,
-        pool_to_words(source, record),
-        source_shares(source, prefix, record),
-        token_scores=source,
-        prefix_scores=prefix,
-        settings={"heads": "mean", "residual": 0.5, "source_share": "constant: 1 - 0.5 ** decoder layers"},
-    )
-
-
-def _alti_plus(model: Any, record: AttentionRecord) -> Attribution:
-    source, prefix = alti_plus_scores(model, record)
-    return Attribution(
-        "alti_plus",
-        record,
-        pool_to_words(source, record),
-        source_shares(source, prefix, record),
-        token_scores=source,
-        prefix_scores=prefix,
-        settings={"distance": "manhattan", "blocks": "attention + residual + layer norm", "heads": "all"},
-    )
-
-
-def _gradient(name: str) -> Callable[..., Attribution]:
-    def run(
-        model: Any,
-        record: AttentionRecord,
-        *,
-        n_steps: int = DEFAULT_STEPS,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        precision: str = "float32",
-    ) -> Attribution:
-        source, prefix, settings, details = gradient_scores(
-            model, record, name, n_steps=n_steps, batch_size=batch_size, precision=precision
-        )
-        return Attribution(
-            name,
-            record,
-            pool_to_words(source, record),
-            source_shares(source, prefix, record),
-            token_scores=source,
-            prefix_scores=prefix,
-            settings=settings,
-            details=details,
-        )
-
-    return run
-
-
-def _saliency(
-    model: Any, record: AttentionRecord, *, batch_size: int = DEFAULT_BATCH_SIZE, precision: str = "float32"
-) -> Attribution:
-    return _gradient("saliency")(model, record, batch_size=batch_size, precision=precision)
-
-
-def _input_x_gradient(
-    model: Any, record: AttentionRecord, *, batch_size: int = DEFAULT_BATCH_SIZE, precision: str = "float32"
-) -> Attribution:
-    return _gradient("input_x_gradient")(model, record, batch_size=batch_size, precision=precision)
-
-
-def _value_zeroing(model: Any, record: AttentionRecord, *, batch_size: int = 64) -> Attribution:
-    scores = value_zeroing_scores(model, record, batch_size=batch_size)
-    settings = {"zeroed": "cross-attention values, every decoder layer", "distance": "cosine"}
-    return Attribution("value_zeroing", record, pool_to_words(scores, record), token_scores=scores, settings=settings)
-
-
-_REGISTRY: dict[str, Callable[..., Attribution]] = {
-    "attention": _attention,
-    "attention_norm": _attention_norm,
-    "rollout": _rollout,
-    "saliency": _saliency,
-    "input_x_gradient": _input_x_gradient,
-    "integrated_gradients": _gradient("integrated_gradients"),
-    "value_zeroing": _value_zeroing,
-    "alti_plus": _alti_plus,
-}
 #: Every method's name, attention first (the order a selector shows them in).
-METHODS: tuple[str, ...] = tuple(_REGISTRY)
+METHODS: tuple[str, ...]
 #: The methods that measure the source-vs-prefix share (`Attribution.source_share` is not None).
-SHARE_METHODS: tuple[str, ...] = ("alti_plus", "rollout", "saliency", "input_x_gradient", "integrated_gradients")
+SHARE_METHODS: tuple[str, ...]
 #: The methods that run the model (the others read the record's attention only).
-MODEL_METHODS: tuple[str, ...] = (
-    "attention_norm",
-    "saliency",
-    "input_x_gradient",
-    "integrated_gradients",
-    "value_zeroing",
-    "alti_plus",
-)
+MODEL_METHODS: tuple[str, ...]
+#: The methods that read gradients (through Captum).
+GRADIENT_METHODS: tuple[str, ...]
+
+# Each list is the registry's (`vaswani_inspect.attribution.registry`), read on each access (`__getattr__`), so
+# that a method registered after this module is imported is in every list.
+_LISTS: dict[str, dict[str, bool]] = {
+    "METHODS": {},
+    "SHARE_METHODS": {"measures_share": True},
+    "MODEL_METHODS": {"runs_model": True},
+    "GRADIENT_METHODS": {"reads_gradients": True},
+}
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    if name in _LISTS:
+        return method_names(**_LISTS[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def method_options(method: str) -> dict[str, Any]:
     """The options `method` accepts in `attribute(..., **options)`, with their defaults."""
-    function = _REGISTRY[check_method(method)]
-    return {
-        name: parameter.default
-        for name, parameter in inspect.signature(function).parameters.items()
-        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
-    }
+    return method_entry(method).options
 
 
 def check_method(method: str) -> str:
     """`method` if it names a method, else a ValueError listing them."""
-    if method not in _REGISTRY:
-        raise ValueError(f"Unknown attribution method {method!r}: choose one of {', '.join(METHODS)}.")
+    method_entry(method)
     return method
 
 
@@ -180,8 +89,8 @@ def attribute(
             tokenizer) or not in the model's vocabulary.
         TypeError: an option the method does not take.
     """
-    function = _REGISTRY[check_method(method)]
-    allowed = method_options(method)
+    entry = method_entry(method)
+    allowed = entry.options
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise TypeError(
@@ -191,7 +100,7 @@ def attribute(
         if name in options:
             check_positive_int(name, options[name])
     record = _record(model, tokenizer, record_or_source, target, direction, generate_kwargs)
-    return function(model, record, **options)
+    return entry.function(model, record, **options)
 
 
 def attribute_methods(
@@ -200,13 +109,14 @@ def attribute_methods(
     record_or_source: AttentionRecord | str,
     target: str | None = None,
     *,
-    methods: Sequence[str] = METHODS,
+    methods: Sequence[str] | None = None,
     direction: str | None = None,
     generate_kwargs: dict[str, Any] | None = None,
     options: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Attribution]:
     """`attribute` with several methods on one translation (extracted once): method name -> `Attribution`, in the
-    order of `methods`. `options` maps a method name to its options."""
+    order of `methods` (None: every method, `METHODS`). `options` maps a method name to its options."""
+    methods = method_names() if methods is None else methods
     for method in methods:
         check_method(method)
     record = _record(model, tokenizer, record_or_source, target, direction, generate_kwargs)
@@ -238,6 +148,7 @@ def _record(
 
 
 __all__ = [
+    "GRADIENT_METHODS",
     "METHODS",
     "MODEL_METHODS",
     "SHARE_METHODS",

@@ -48,7 +48,10 @@ from ..record import AttentionRecord
 from .checks import check_positive_int, check_step_cost
 from .inputs import embeddings, eval_mode, log_probabilities, point_log_probabilities, record_inputs
 
-GRADIENT_METHODS = ("saliency", "input_x_gradient", "integrated_gradients")
+#: The Captum algorithms `embedding_attributions` runs (each the method of that name).
+CAPTUM_METHODS = ("saliency", "input_x_gradient", "integrated_gradients")
+#: Every registered method that reads gradients (`vaswani_inspect.attribution.GRADIENT_METHODS`).
+GRADIENT_METHODS: tuple[str, ...]
 #: Integrated gradients' quadrature nodes by default: Captum's (and inseq's) default, 50 Gauss-Legendre nodes.
 #: Fewer are not safe on this model: on the shipped checkpoint the completeness error of a row is often above one
 #: nat at 16 nodes, about 0.1 to 1 at 50, below 0.3 at 128 (the path from the zero baseline is far from linear).
@@ -146,8 +149,8 @@ def embedding_attributions(
     the module docstring. `n_steps` is used by integrated gradients only; `batch_size` bounds the batch rows of
     one call (a call explains `max(1, batch_size // steps)` target pieces); `precision` is "float32" (the model's
     dtype) or "bfloat16" (autocast; see the module docstring)."""
-    if method not in GRADIENT_METHODS:
-        raise ValueError(f"Unknown gradient method {method!r}: choose one of {', '.join(GRADIENT_METHODS)}.")
+    if method not in CAPTUM_METHODS:
+        raise ValueError(f"Unknown gradient method {method!r}: choose one of {', '.join(CAPTUM_METHODS)}.")
     n_steps, batch_size = check_positive_int("n_steps", n_steps), check_positive_int("batch_size", batch_size)
     if method == "integrated_gradients":
         check_step_cost(n_steps, record)
@@ -227,7 +230,18 @@ def gradient_scores(
     return np.linalg.norm(found.source, axis=-1), np.linalg.norm(found.prefix, axis=-1), settings, details
 
 
+def __getattr__(name: str) -> tuple[str, ...]:
+    # `GRADIENT_METHODS` is every registered method that reads gradients, read when asked: this module is imported
+    # while the registry is filled.
+    if name == "GRADIENT_METHODS":
+        from .registry import method_names
+
+        return method_names(reads_gradients=True)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
+    "CAPTUM_METHODS",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_STEPS",
     "GRADIENT_METHODS",

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..alignment.links import DEFAULT_THRESHOLD, Method, Pair, links_of, word_lists
 from ..record import AttentionRecord
+from .pooling import pool_to_words, source_shares
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,6 +54,30 @@ class Attribution:
             raise ValueError(f"an attribution matrix must be (target words, source words) = {expected}.")
         if self.source_share is not None and np.shape(self.source_share) != expected[:1]:
             raise ValueError(f"source_share must have one value per target word ({expected[0]}).")
+
+    @classmethod
+    def from_token_scores(
+        cls,
+        method: str,
+        record: AttentionRecord,
+        source: np.ndarray,
+        prefix: np.ndarray | None = None,
+        *,
+        settings: dict[str, Any] | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> Attribution:
+        """The attribution of a method's token scores: `source` (T - 1, S) pooled to words (`pool_to_words`)
+        and, given the prefix's scores `prefix` (T - 1, T - 1), the source share of each word (`source_shares`)."""
+        return cls(
+            method,
+            record,
+            pool_to_words(source, record),
+            None if prefix is None else source_shares(source, prefix, record),
+            token_scores=source,
+            prefix_scores=prefix,
+            settings=settings or {},
+            details=details or {},
+        )
 
     @property
     def source_words(self) -> list[str]:

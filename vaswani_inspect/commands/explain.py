@@ -43,7 +43,6 @@ from .common import (
 __all__ = ["add_parser", "run_explain"]
 
 _NEEDS = ("matplotlib", "tqdm")
-_GRADIENT_NEEDS = ("captum",)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -88,15 +87,14 @@ def run_explain(args: argparse.Namespace) -> int:
     from hf_vaswani.outputs import OutputPlan
 
     from ..attribution import MODEL_METHODS, attribute
+    from ..attribution.registry import method_entry
     from ..dependencies import require
     from ..extract import extract
 
     sources, targets = _inputs(args)
     methods = list(dict.fromkeys(args.method or []))
-    needs = list(_NEEDS)
-    if any(method in ("saliency", "input_x_gradient", "integrated_gradients") for method in methods):
-        needs += _GRADIENT_NEEDS
-    require(*needs, needed_by="hf-vaswani explain")
+    needs = [*_NEEDS, *(library for method in methods for library in method_entry(method).needs)]
+    require(*dict.fromkeys(needs), needed_by="hf-vaswani explain")
     plan = OutputPlan(inputs=[*local_model(args), *([args.pairs] if args.pairs else [])])
     out = plan.folder(args.out, "report folder", overwrite=args.overwrite)
     plan.check()  # before the model is loaded
@@ -127,7 +125,8 @@ def run_explain(args: argparse.Namespace) -> int:
             sub = Path() if len(records) == 1 else Path(f"{i:02d}")
             found = {}
             for method in methods:
-                options = {"n_steps": args.n_steps} if method == "integrated_gradients" and args.n_steps else {}
+                takes_steps = "n_steps" in method_entry(method).options
+                options = {"n_steps": args.n_steps} if takes_steps and args.n_steps else {}
                 start = time.perf_counter()
                 found[method] = attribute(model, tokenizer, record, method=method, **options)
                 found[method].details["ms"] = 1000.0 * (time.perf_counter() - start)
