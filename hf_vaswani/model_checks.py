@@ -1,12 +1,13 @@
 """Is a loaded model folder what it claims to be? Checks that turn transformers' reports into errors.
 
 `from_pretrained` loads a folder with a tensor missing by initialising that tensor at random, and only logs a
-"MISSING ... newly initialized" report; it loads NaN weights, special-token ids outside the vocabulary, another
-model's tokenizer and decoding settings that `generate` cannot use (`hf_vaswani.config_checks`) without a word.
-Each of those then translates to garbage with exit code 0. The commands and the demo load through
-`hf_vaswani.inference.load_translator`, which calls `check_model` on what it loaded, so such a folder is refused in
-one line naming the folder and the problem. A Python user who calls `from_pretrained` directly keeps transformers'
-behaviour and can call `check_model` (or `model_problems`) themselves.
+"MISSING ... newly initialized" report; it loads NaN or zeroed weights, special-token ids outside the vocabulary,
+another model's tokenizer and decoding settings that `generate` cannot use (`hf_vaswani.config_checks`) without a
+word. Each of those then translates to garbage with exit code 0. The commands and the demo load through
+`hf_vaswani.inference.load_translator` (ours) and `vaswani_inspect.loading` (every architecture), which call
+`check_model` on what they loaded, so such a folder is refused in one line naming the folder and the problem. A
+Python user who calls `from_pretrained` directly keeps transformers' behaviour and can call `check_model` (or
+`model_problems`) themselves; `check_tokenizer` checks a model and a tokenizer given in memory.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ TABLE_ROUNDING = 128
 
 
 class BrokenModelError(ValueError):
-    """A model folder loaded, but not as a working model (missing, mismatched or non-finite weights, token ids
-    outside the vocabulary, or a tokenizer that does not match the model)."""
+    """A model folder loaded, but not as a working model (missing, mismatched, non-finite or zeroed weights, token
+    ids outside the vocabulary, or a tokenizer that does not match the model)."""
 
 
 def check_model(

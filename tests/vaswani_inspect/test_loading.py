@@ -3,28 +3,21 @@ through hf_vaswani.model_checks.tokenizer_problems), from Python and from the co
 
 from __future__ import annotations
 
+import json
 import shutil
 import warnings
 
 import pytest
 
 from hf_vaswani.cli import main
+from hf_vaswani.marian.convert import TOKENIZER_FILES as COPIED_TOKENIZER_FILES
 from hf_vaswani.model_checks import BrokenModelError
 from hf_vaswani.testing import tiny_model
 from tests.helpers import tiny_tokenizer
 from vaswani_inspect.loading import load_model_and_tokenizer
 
 #: Every file a tokenizer of the tiny architectures is read from.
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "added_tokens.json",
-    "source.spm",
-    "target.spm",
-    "vocab.json",
-    "merges.txt",
-)
+TOKENIZER_FILES = (*COPIED_TOKENIZER_FILES, "merges.txt")
 
 
 @pytest.fixture(scope="module")
@@ -90,3 +83,31 @@ def test_inspect_refuses_an_nllb_model_with_mbart_50s_tokenizer_in_one_line(fold
     err = capsys.readouterr().err.strip()
     assert err.startswith("hf-vaswani inspect: error: The model at ") and len(err.splitlines()) == 1, err
     assert not (tmp_path / "o").exists()
+
+
+def edited_config(folders, architecture, root, **values):
+    folder = root / f"{architecture}-edited"
+    shutil.copytree(folders[architecture], folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **values}))
+    return folder
+
+
+def test_a_head_count_the_weights_contradict_is_named(folders, tmp_path):
+    """(T5's query rows are num_heads x d_kv: 2 heads for the 4 trained is a shape the weights do not have.)"""
+    folder = edited_config(folders, "t5", tmp_path, num_heads=2)
+    with pytest.raises(
+        BrokenModelError, match=r"is broken: \d+ tensors of the wrong shape: .*SelfAttention\.k\.weight"
+    ):
+        load_quietly(folder)
+
+
+@pytest.mark.parametrize("architecture", ["vaswani", "marian"])
+def test_a_head_count_that_does_not_divide_d_model_is_one_line(folders, architecture, tmp_path, capsys):
+    folder = edited_config(folders, architecture, tmp_path, encoder_attention_heads=3)
+    capsys.readouterr()
+    argv = ["inspect", "El gato negro.", "--model", str(folder), "--direction", "es-en", "--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("hf-vaswani inspect: error: ") and len(err.splitlines()) == 1, err
+    assert "divisible by" in err and "3" in err, err
