@@ -162,7 +162,7 @@ def load_translator(
         tokenizer = AutoTokenizer.from_pretrained(name)
         with reports_silenced():  # check_model says what the report would
             loaded, loading_info = AutoModelForSeq2SeqLM.from_pretrained(name, output_loading_info=True, **kwargs)
-    except (SafetensorError, UnpicklingError, RuntimeError, KeyError, ValueError, OSError) as error:
+    except (SafetensorError, UnpicklingError, RuntimeError, KeyError, TypeError, ValueError, OSError) as error:
         # A damaged or foreign folder: say which one, in one line (HF_VASWANI_TRACEBACK=1 shows the cause).
         raise ValueError(f"Cannot load the model at {name!r}: {describe_load_error(error)}") from error
     # What transformers only reports (a tensor initialised at random, NaN weights, another model's tokenizer)

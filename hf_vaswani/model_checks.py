@@ -1,12 +1,13 @@
 """Is a loaded model folder what it claims to be? Checks that turn transformers' reports into errors.
 
 `from_pretrained` loads a folder with a tensor missing by initialising that tensor at random, and only logs a
-"MISSING ... newly initialized" report; it loads NaN weights, special-token ids outside the vocabulary, another
-model's tokenizer and decoding settings that `generate` cannot use (`hf_vaswani.config_checks`) without a word.
-Each of those then translates to garbage with exit code 0. The commands and the demo load through
-`hf_vaswani.inference.load_translator`, which calls `check_model` on what it loaded, so such a folder is refused in
-one line naming the folder and the problem. A Python user who calls `from_pretrained` directly keeps transformers'
-behaviour and can call `check_model` (or `model_problems`) themselves.
+"MISSING ... newly initialized" report; it loads NaN or zeroed weights, special-token ids outside the vocabulary,
+another model's tokenizer and decoding settings that `generate` cannot use (`hf_vaswani.config_checks`) without a
+word. Each of those then translates to garbage with exit code 0. The commands and the demo load through
+`hf_vaswani.inference.load_translator` (ours) and `vaswani_inspect.loading` (every architecture), which call
+`check_model` on what they loaded, so such a folder is refused in one line naming the folder and the problem. A
+Python user who calls `from_pretrained` directly keeps transformers' behaviour and can call `check_model` (or
+`model_problems`) themselves; `check_tokenizer` checks a model and a tokenizer given in memory.
 """
 
 from __future__ import annotations
@@ -22,20 +23,26 @@ from .languages import LANGUAGE_TOKEN_PATTERN, LANGUAGE_TOKENS
 __all__ = [
     "BrokenModelError",
     "check_model",
+    "check_tokenizer",
     "model_problems",
     "reports_silenced",
     "settings_problems",
     "tokenizer_class_problems",
+    "tokenizer_problems",
+    "vocabulary_size_problems",
+    "zeroed_weights",
 ]
 
 #: The config fields that hold token ids; each must be None or an id inside the vocabulary.
 TOKEN_ID_FIELDS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "forced_eos_token_id")
 _LISTED = 5
+#: The multiple an embedding table of another architecture may be padded to beyond its tokenizer's size.
+TABLE_ROUNDING = 128
 
 
 class BrokenModelError(ValueError):
-    """A model folder loaded, but not as a working model (missing, mismatched or non-finite weights, token ids
-    outside the vocabulary, or a tokenizer that does not match the model)."""
+    """A model folder loaded, but not as a working model (missing, mismatched, non-finite or zeroed weights, token
+    ids outside the vocabulary, or a tokenizer that does not match the model)."""
 
 
 def check_model(
@@ -54,10 +61,19 @@ def check_model(
         raise BrokenModelError(f"The model at {source!r} is broken: {'; '.join(problems)}.")
 
 
+def check_tokenizer(model: Any, tokenizer: Any) -> None:
+    """Raise `BrokenModelError` when `tokenizer` is not `model`'s (`tokenizer_problems`): for a model and a
+    tokenizer given in memory, which no loader checked together."""
+    problems = tokenizer_problems(model, tokenizer)
+    if problems:
+        raise BrokenModelError(f"The tokenizer is not this model's: {'; '.join(problems)}.")
+
+
 def model_problems(model: Any, tokenizer: Any = None, *, loading_info: Mapping[str, Any] | None = None) -> list[str]:
     """Every problem found, one short phrase each (empty for a sound model)."""
     problems = loading_problems(loading_info or {}, tied=_tied_names(model))
     problems += non_finite_weights(model)
+    problems += zeroed_weights(model)
     problems += token_id_problems(model)
     problems += settings_problems(model)
     if tokenizer is not None:
@@ -110,6 +126,27 @@ def non_finite_weights(model: Any) -> list[str]:
     return [f"{len(bad)} tensors hold NaN or infinite values: {_listed(bad)}"] if bad else []
 
 
+def zeroed_weights(model: Any) -> list[str]:
+    """Weights no training leaves: a matrix of a linear or embedding layer whose first or last half is exactly zero
+    (a damaged or truncated weights file; a pruned model has its zeros scattered, a padding row is one row), and a
+    LayerNorm gain that is zero everywhere (the layer would output its bias alone)."""
+    bad, seen = [], set()
+    with torch.no_grad():
+        for module_name, module in model.named_modules():
+            weight = getattr(module, "weight", None)
+            if not isinstance(weight, torch.Tensor) or not weight.is_floating_point() or weight.data_ptr() in seen:
+                continue
+            seen.add(weight.data_ptr())
+            name = f"{module_name}.weight" if module_name else "weight"
+            if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)) and weight.dim() == 2:
+                flat, half = weight.detach().reshape(-1), weight.numel() // 2
+                if half and (not flat[:half].any() or not flat[-half:].any()):
+                    bad.append(name)
+            elif isinstance(module, torch.nn.LayerNorm) and weight.numel() and not weight.detach().any():
+                bad.append(name)
+    return [f"{len(bad)} weight tensors are zero in half or more of their values: {_listed(bad)}"] if bad else []
+
+
 def token_id_problems(model: Any) -> list[str]:
     """Special-token ids of the config and generation config that are not inside the decoder's vocabulary."""
     config = model.config
@@ -128,26 +165,47 @@ def token_id_problems(model: Any) -> list[str]:
 
 
 def tokenizer_problems(model: Any, tokenizer: Any) -> list[str]:
-    """A tokenizer that is not this model's: a vocabulary of another size, special tokens at other ids, or no
-    single token for a language the model translates into (unless the tokenizer is of one direction, as that of a
-    model converted from a one-direction OPUS-MT model)."""
+    """A tokenizer that is not this model's, for every architecture: another class than config.json names, special
+    tokens at other ids than the model's config says, or a vocabulary of another size (`vocabulary_size_problems`);
+    for one of our models also no single token for a language it translates into (unless the tokenizer is of one
+    direction, as that of a model converted from a one-direction OPUS-MT model)."""
     config = model.config
     found = tokenizer_class_problems(model, tokenizer)
-    size = len(tokenizer)
-    if size != config.vocab_size:
-        found.append(f"the tokenizer has {size} tokens and the model's vocabulary {config.vocab_size}")
+    found += vocabulary_size_problems(config, len(tokenizer))
     for field in ("pad_token_id", "eos_token_id"):
         expected, actual = getattr(config, field, None), getattr(tokenizer, field, None)
-        if expected is not None and actual != expected:
+        accepted = expected if isinstance(expected, (list, tuple)) else [expected]
+        if expected is not None and actual is not None and actual not in accepted:
             found.append(f"the tokenizer's {field} is {actual!r} and the model's {expected!r}")
-    if _one_direction(tokenizer):
-        return found  # (a model converted from a one-direction OPUS-MT model: its tokenizer names no target)
+        elif expected is not None and actual is None and getattr(config, "model_type", None) == "vaswani":
+            found.append(f"the tokenizer's {field} is None and the model's {expected!r}")
+    if getattr(config, "model_type", None) != "vaswani" or _one_direction(tokenizer):
+        return found  # (the >>xx<< tokens are ours; a one-direction tokenizer names no target)
     unknown = getattr(tokenizer, "unk_token_id", None)
     for token in LANGUAGE_TOKENS.values():
         token_id = tokenizer.convert_tokens_to_ids(token)
         if token_id is None or token_id == unknown or not 0 <= token_id < config.vocab_size:
             found.append(f"the tokenizer has no token {token}")
     return found
+
+
+def vocabulary_size_problems(config: Any, size: int) -> list[str]:
+    """A tokenizer of `size` tokens that does not fit the model's embedding table: ours has exactly one row per
+    token; another architecture may have more rows than tokens, but no more than `size` rounded up to a multiple of
+    `TABLE_ROUNDING` (t5-small: 32,128 rows for 32,100 tokens), and never fewer. A folder without tokenizer files
+    loads a near-empty tokenizer (T5: the 100 sentinel tokens and 3 specials), which this refuses too."""
+    vocabulary = int(getattr(config, "vocab_size", 0) or 0)
+    if not vocabulary:
+        return []
+    if getattr(config, "model_type", None) == "vaswani":
+        ok = size == vocabulary
+    else:
+        ok = size <= vocabulary <= -(-size // TABLE_ROUNDING) * TABLE_ROUNDING
+    if ok:
+        return []
+    foreign = getattr(config, "model_type", None) != "vaswani" and size < vocabulary
+    hint = " (another model's tokenizer, or none at all)" if foreign else ""
+    return [f"the tokenizer has {size} tokens and the model's vocabulary {vocabulary}{hint}"]
 
 
 def tokenizer_class_problems(model: Any, tokenizer: Any) -> list[str]:

@@ -1,6 +1,7 @@
 """What a saved model folder needs beyond `save_pretrained` to serve every standard `transformers` path, and the
 checks of what a loader reads from one: the tokenizer's JSON files (`check_json_files`), and config.json,
-generation_config.json and stray adapter files (`check_model_folder`), before anything is built from them."""
+generation_config.json, a Marian tokenizer's files and stray adapter files (`check_model_folder`), before anything
+is built from them."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ __all__ = [
     "ADAPTER_FILES",
     "TOKENIZER_FILES",
     "WEIGHT_FILES",
+    "MARIAN_TOKENIZER_FILES",
     "check_json_files",
     "check_model_folder",
     "finish_model_folder",
     "folder_generation_config",
     "has_generation_config",
+    "marian_tokenizer_problems",
     "with_decoding_settings",
 ]
 
@@ -45,6 +48,39 @@ def check_json_files(folder: str | Path, names: tuple[str, ...] = TOKENIZER_FILE
             raise ValueError(f"{str(path)!r} is not valid JSON ({error}): the tokenizer cannot be read.") from None
 
 
+#: The files a `MarianTokenizer` cannot be built without (a separate target_vocab.json is optional).
+MARIAN_TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
+
+
+def marian_tokenizer_problems(folder: str | Path) -> list[str]:
+    """The `MARIAN_TOKENIZER_FILES` missing from a folder whose tokenizer is a `MarianTokenizer`: one that
+    tokenizer_config.json or config.json names, or, when neither names a class and there is no tokenizer.json, that
+    transformers picks for ``model_type: marian``."""
+    folder = Path(folder)
+    named = _tokenizer_class(folder / "tokenizer_config.json") or _tokenizer_class(folder / "config.json")
+    if named is None:
+        config = _read_object(folder / "config.json")[0]
+        marian = isinstance(config, dict) and config.get("model_type") == "marian"
+        if not marian or (folder / "tokenizer.json").is_file():
+            return []
+        named = "MarianTokenizer (model_type marian)"
+    elif named.removesuffix("Fast") != "MarianTokenizer":
+        return []
+    missing = [name for name in MARIAN_TOKENIZER_FILES if not (folder / name).is_file()]
+    if not missing:
+        return []
+    return [
+        f"its tokenizer is a {named}, which reads {', '.join(MARIAN_TOKENIZER_FILES)}, but the folder has no "
+        f"{', '.join(missing)}"
+    ]
+
+
+def _tokenizer_class(path: Path) -> str | None:
+    data = _read_object(path)[0] if path.is_file() else None
+    named = data.get("tokenizer_class") if isinstance(data, dict) else None
+    return named if isinstance(named, str) and named else None
+
+
 #: The files of full model weights `from_pretrained` reads (one of them, or a sharded index).
 WEIGHT_FILES = (
     "model.safetensors",
@@ -61,9 +97,10 @@ def check_model_folder(folder: str | Path) -> None:
     """Refuse a local model folder that would load as a model that translates wrongly or not at all, before any
     model is built from it: a config.json or generation_config.json that is not a JSON object, holds a value of the
     wrong type, out of range or not finite, or settings that contradict each other (`hf_vaswani.config_checks`),
-    and LoRA adapter files next to full weights (transformers applies the adapter on top of the weights: twice, in
-    effect, when they are the merged ones). A folder without generation_config.json passes (see
-    `has_generation_config`).
+    a Marian tokenizer without the files it reads (`marian_tokenizer_problems`: transformers meets it with a
+    TypeError about a None path), and LoRA adapter files next to full weights (transformers applies the adapter on
+    top of the weights: twice, in effect, when they are the merged ones). A folder without generation_config.json
+    passes (see `has_generation_config`).
 
     Raises:
         BrokenModelError: (a ValueError) naming the folder and every problem found.
@@ -77,6 +114,7 @@ def check_model_folder(folder: str | Path) -> None:
         generation, unreadable = _read_object(generation_path)
         problems += unreadable or generation_config_problems(generation, config if not problems else None)
     problems += adapter_problems(folder)
+    problems += marian_tokenizer_problems(folder)
     if problems:
         raise BrokenModelError(f"The model at {str(folder)!r} is broken: {'; '.join(problems)}.")
 

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from hf_vaswani.limits import check_generation_settings
+from hf_vaswani.model_checks import check_tokenizer
 from hf_vaswani.source_checks import check_not_one_text
 
 from .architectures import is_vaswani
@@ -34,7 +35,10 @@ def translate_any(
         TypeError: `sentences` is one text instead of a list of texts.
         ValueError: a direction the model does not translate, no sentences or an empty one, a batch size below 1,
             a beam size or length the model cannot generate with, a length penalty that is not a finite number.
+        BrokenModelError: (a ValueError) `tokenizer` is another model's (`hf_vaswani.model_checks.check_tokenizer`).
     """
+    if isinstance(model, torch.nn.Module):
+        check_tokenizer(model, tokenizer)  # another model's tokenizer translates to garbage without an error
     if is_vaswani(model) or getattr(model, "is_ctranslate2", False):
         from hf_vaswani.inference import translate
 

@@ -136,6 +136,8 @@ def convert_marian(
             copied: list[str] = []
         else:
             copied = _copy_tokenizer_files(files_source, folder)
+            if copied:
+                _check_source_tokenizer(marian, files_source)
             if not copied:
                 notes.append(f"Tokenizer: {source_id} has no tokenizer files; none were copied.")
             if record is not None and restore_tokenizer_files(folder, record):
@@ -291,6 +293,31 @@ def _load_source(source: str | os.PathLike | MarianMTModel) -> tuple[MarianMTMod
     if problems:
         raise MarianConversionError(f"The checkpoint {source!r} does not match MarianMTModel: " + "; ".join(problems))
     return marian, source, source
+
+
+def _check_source_tokenizer(marian: MarianMTModel, source: str) -> None:
+    """Refuse a source whose tokenizer files do not load, or load another model's tokenizer (another class than
+    config.json names, special tokens at other ids, a vocabulary of another size: `tokenizer_problems`): the
+    converted folder would not load, or would translate garbage."""
+    import warnings
+
+    from transformers import AutoTokenizer
+
+    from ..model_checks import tokenizer_problems
+    from ..model_folder import marian_tokenizer_problems
+
+    problems = marian_tokenizer_problems(source) if Path(source).is_dir() else []
+    if problems:
+        raise MarianConversionError(f"The tokenizer of {source!r} cannot be loaded: {'; '.join(problems)}.")
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")
+            tokenizer = AutoTokenizer.from_pretrained(source)
+    except (OSError, ValueError, TypeError, KeyError, RuntimeError) as error:
+        raise MarianConversionError(f"Cannot load the tokenizer of {source!r}: {_one_line(error)}") from error
+    problems = tokenizer_problems(marian, tokenizer)
+    if problems:
+        raise MarianConversionError(f"The tokenizer of {source!r} is not its model's: {'; '.join(problems)}.")
 
 
 def _one_line(error: BaseException) -> str:

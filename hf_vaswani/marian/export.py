@@ -44,6 +44,7 @@ from ..export.loading import export_plan, load_for_export
 from ..modeling_vaswani import VaswaniForConditionalGeneration
 from .cards import write_exported_card
 from .configs import check_marian_compatible, marian_config_for
+from .convert import TOKENIZER_FILES  # (ours and a MarianTokenizer's: the files convert-marian copies back)
 from .mapping import MARIAN_SHARED_ALIAS, weight_names
 from .opus_layout import (
     DECODER_POSITIONS,
@@ -57,8 +58,6 @@ __all__ = ["export_marian", "marian_config_for", "to_marian", "vaswani_state_dic
 
 logger = logging.getLogger(__name__)
 
-#: The tokenizer files of our model folders, copied as they are (AutoTokenizer reads them for the Marian folder).
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json")
 
 #: Largest logit difference the export accepts on the check batch (float32), relative to the largest logit (at
 #: least 1): the reordering of an interleaved model changes the order of float additions, which moves the logits as

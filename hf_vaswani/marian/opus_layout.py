@@ -72,6 +72,8 @@ RENAMED_PAD = "<vaswani_pad>"
 START_LOGIT_BIAS = -1e4
 #: The extra field of the exported config.json with our decoder start and pad ids: what convert-marian restores.
 EXPORT_RECORD = "hf_vaswani_export"
+#: The joint vocabulary of a `MarianTokenizer` ({token: id}), rewritten as tokenizer.json is.
+MARIAN_VOCABULARY = "vocab.json"
 #: The stored position table whose row 0 carries our start token's embedding.
 DECODER_POSITIONS = "model.decoder.embed_positions.weight"
 
@@ -187,18 +189,37 @@ def remove_start_token(
 
 
 def rewrite_tokenizer_files(folder: Path, size: int) -> bool:
-    """Rewrite the tokenizer files of the exported `folder` (ours: tokenizer.json and friends) for the appended
-    token: our `START_TOKEN` becomes `RENAMED_PAD`, a new `START_TOKEN` gets id `size` and is the pad token.
-    Returns False when there is no tokenizer.json.
+    """Rewrite the tokenizer files of the exported `folder` for the appended token: our `START_TOKEN` becomes
+    `RENAMED_PAD`, a new `START_TOKEN` gets id `size` and is the pad token. The vocabulary is tokenizer.json's
+    (our models' tokenizer) or vocab.json's (the `MarianTokenizer` of a model converted from OPUS-MT). Returns False
+    when the folder has neither.
 
     Raises:
         ExportError: the tokenizer's vocabulary does not have `size` entries, or already has `RENAMED_PAD`.
     """
     path = folder / "tokenizer.json"
-    if not path.is_file():
+    if path.is_file():
+        data = _read_json(path)
+        _check_extendable(_model_tokens(data["model"]), size)
+        _rename_token(data, START_TOKEN, RENAMED_PAD)
+        _append_token(data["model"], START_TOKEN)
+        data["added_tokens"].append(_added_token(size, START_TOKEN))
+        if data.get("padding"):
+            data["padding"].update(pad_id=size, pad_token=START_TOKEN)
+        _write_json(path, data)
+    elif (folder / MARIAN_VOCABULARY).is_file():
+        vocab = _read_json(folder / MARIAN_VOCABULARY)
+        _check_extendable(_model_tokens({"vocab": vocab}), size)
+        _rename_token({"model": {"vocab": vocab}}, START_TOKEN, RENAMED_PAD)
+        _append_token({"vocab": vocab}, START_TOKEN)
+        _write_json(folder / MARIAN_VOCABULARY, vocab)
+    else:
         return False
-    data = _read_json(path)
-    tokens = _model_tokens(data["model"])
+    _update_special_token_files(folder, {START_TOKEN: RENAMED_PAD}, START_TOKEN, append=(size, START_TOKEN))
+    return True
+
+
+def _check_extendable(tokens: list[str], size: int) -> None:
     if len(tokens) != size:
         raise ExportError(
             f"The tokenizer has {len(tokens)} entries but the model's embeddings have {size} rows: its vocabulary "
@@ -206,35 +227,33 @@ def rewrite_tokenizer_files(folder: Path, size: int) -> bool:
         )
     if RENAMED_PAD in tokens:
         raise ExportError(f"The tokenizer already has a token {RENAMED_PAD!r}: the export needs that name.")
-    _rename_token(data, START_TOKEN, RENAMED_PAD)
-    _append_token(data["model"], START_TOKEN)
-    data["added_tokens"].append(_added_token(size, START_TOKEN))
-    if data.get("padding"):
-        data["padding"].update(pad_id=size, pad_token=START_TOKEN)
-    _write_json(path, data)
-    _update_special_token_files(folder, {START_TOKEN: RENAMED_PAD}, START_TOKEN, append=(size, START_TOKEN))
-    return True
 
 
 def restore_tokenizer_files(folder: Path, record: dict[str, int]) -> bool:
-    """Undo `rewrite_tokenizer_files` in a converted `folder` whose tokenizer.json ends with the appended token;
-    returns whether it did. Our pad token (``record["pad_token_id"]``) is the pad token again, under its name."""
+    """Undo `rewrite_tokenizer_files` in a converted `folder` whose tokenizer.json (or Marian vocab.json) ends with
+    the appended token; returns whether it did. Our pad token (``record["pad_token_id"]``) is the pad token again,
+    under its name."""
     path = folder / "tokenizer.json"
-    if not path.is_file():
+    if path.is_file():
+        data = _read_json(path)
+    elif (folder / MARIAN_VOCABULARY).is_file():
+        path, data = folder / MARIAN_VOCABULARY, {"model": {"vocab": _read_json(folder / MARIAN_VOCABULARY)}}
+    else:
         return False
-    data = _read_json(path)
-    tokens = _model_tokens(data.get("model", {}))
+    vocab = data.get("model", {}) if isinstance(data.get("model"), dict) else {}
+    tokens = _model_tokens(vocab) if isinstance(vocab.get("vocab"), (list, dict)) else []
     pad = record["pad_token_id"]
     if not tokens or tokens[-1] != START_TOKEN or pad >= len(tokens) - 1:
         return False
     size = len(tokens) - 1
     _drop_last_token(data["model"])
-    data["added_tokens"] = [entry for entry in data["added_tokens"] if entry.get("id") != size]
+    if "added_tokens" in data:
+        data["added_tokens"] = [entry for entry in data["added_tokens"] if entry.get("id") != size]
     _rename_token(data, RENAMED_PAD, START_TOKEN)
     pad_token = _model_tokens(data["model"])[pad]
     if data.get("padding"):
         data["padding"].update(pad_id=pad, pad_token=pad_token)
-    _write_json(path, data)
+    _write_json(path, data if path.name == "tokenizer.json" else data["model"]["vocab"])
     _update_special_token_files(folder, {RENAMED_PAD: START_TOKEN}, pad_token, drop=size)
     return True
 

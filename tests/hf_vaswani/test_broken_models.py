@@ -1,8 +1,9 @@
 """A broken model folder is an error in every command and the demo, never a run that exits 0 with wrong output.
 
 Each folder loads with `from_pretrained` (which only reports the problem, or nothing): a tensor missing from the
-weights file, NaN weights, an ``eos_token_id`` outside the vocabulary, another model's tokenizer. Every command that
-loads a model answers with one line naming the folder and exit code 2; the demo refuses to start.
+weights file, NaN weights, half of every tensor zeroed, an ``eos_token_id`` outside the vocabulary, another model's
+tokenizer. Every command that loads a model answers with one line naming the folder and exit code 2; the demo
+refuses to start.
 """
 
 from __future__ import annotations
@@ -35,6 +36,14 @@ def _nan_weights(folder):
     save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
 
 
+def _half_zeroed_weights(folder):
+    """The second half of every tensor's values zero, as a weights file cut short and padded would hold."""
+    weights = load_file(folder / "model.safetensors")
+    for tensor in weights.values():
+        tensor.view(-1)[tensor.numel() - tensor.numel() // 2 :] = 0
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+
+
 def _eos_outside_the_vocabulary(folder):
     config = json.loads((folder / "config.json").read_text())
     config["eos_token_id"] = config["vocab_size"] + 7
@@ -54,6 +63,7 @@ def _another_models_tokenizer(folder):
 BREAKAGES = {
     "missing-tensor": (_missing_tensor, "tensors missing from the weights file"),
     "nan-weights": (_nan_weights, "hold NaN or infinite values"),
+    "half-zeroed-weights": (_half_zeroed_weights, "weight tensors are zero in half or more of their values"),
     "eos-outside-the-vocabulary": (_eos_outside_the_vocabulary, "eos_token_id is"),
     "another-models-tokenizer": (_another_models_tokenizer, "the tokenizer has no token >>en<<"),
 }

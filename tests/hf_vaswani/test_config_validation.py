@@ -106,6 +106,11 @@ BROKEN = {
         _edited("generation_config.json", min_new_tokens=200),
         "min_new_tokens (200) is above its max_new_tokens (12)",
     ),
+    "tokenizer_class MarianTokenizer": (
+        _edited("tokenizer_config.json", tokenizer_class="MarianTokenizer"),
+        "its tokenizer is a MarianTokenizer, which reads source.spm, target.spm, vocab.json, but the folder has no "
+        "source.spm, target.spm, vocab.json",
+    ),
     "adapter beside merged weights": (
         _with_adapter_files,
         "PEFT adapter files (adapter_config.json, adapter_model.safetensors) beside full weights (model.safetensors)",
@@ -142,7 +147,7 @@ def test_translate_refuses_each_in_one_line(broken, capsys):
     assert lines[0].startswith("hf-vaswani translate: error: The model at ") and message in lines[0], lines[0]
 
 
-BROKEN_FOR_EVERY_LOADER = ["10**9 positions", "length_penalty NaN"]
+BROKEN_FOR_EVERY_LOADER = ["10**9 positions", "length_penalty NaN", "tokenizer_class MarianTokenizer"]
 
 
 def _loaders(model: str, data: Path, out: Path) -> dict[str, list[str]]:
@@ -180,6 +185,20 @@ def test_the_demo_loading_path_refuses_a_foreign_model_with_a_broken_generation_
     _edited("generation_config.json", num_beams=0)(folder)
     with pytest.raises(BrokenModelError, match="generation_config.json's num_beams is 0"):
         load_for_inspection(folder)
+
+
+@pytest.mark.parametrize("missing", ["source.spm", "vocab.json"])
+def test_a_marian_folder_without_a_file_its_tokenizer_reads_is_one_line(tiny_architecture_folders, tmp_path, missing):
+    """(transformers' MarianTokenizer meets it with a TypeError about a None path.)"""
+    from vaswani_inspect.loading import load_model_and_tokenizer
+
+    folder = tmp_path / "marian"
+    shutil.copytree(tiny_architecture_folders["marian"], folder)
+    (folder / missing).unlink()
+    with pytest.raises(
+        BrokenModelError, match=f"reads source.spm, target.spm, vocab.json, but the folder has no {missing}"
+    ):
+        load_model_and_tokenizer(folder)
 
 
 def test_a_tokenizer_class_of_another_model_is_refused(sound_folder, tmp_path):

@@ -619,6 +619,34 @@ def test_damaged_sources_are_one_line_errors(tmp_path, capsys):
         assert not (tmp_path / "out").exists()
 
 
+def test_a_tokenizer_that_is_not_the_models_is_refused_before_anything_is_written(
+    tiny_architecture_folders, tmp_path, capsys
+):
+    """A Marian model carrying BART's tokenizer (its own files replaced), and one whose MarianTokenizer lacks
+    source.spm: one line naming the source and what is wrong, exit code 2, no output folder."""
+    bart_tokenizer = tmp_path / "with-bart-tokenizer"
+    shutil.copytree(tiny_architecture_folders["marian"], bart_tokenizer)
+    for name in ("source.spm", "target.spm", "vocab.json", "tokenizer_config.json"):
+        (bart_tokenizer / name).unlink(missing_ok=True)
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt"):
+        shutil.copy(tiny_architecture_folders["bart"] / name, bart_tokenizer / name)
+    no_spm = tmp_path / "without-source-spm"
+    shutil.copytree(tiny_architecture_folders["marian"], no_spm)
+    (no_spm / "source.spm").unlink()
+    cases = [
+        (bart_tokenizer, "is not its model's: the tokenizer has 557 tokens and the model's vocabulary 173"),
+        (no_spm, "cannot be loaded: its tokenizer is a MarianTokenizer, which reads source.spm, target.spm, "
+                 "vocab.json, but the folder has no source.spm"),
+    ]  # fmt: skip
+    for source, message in cases:
+        capsys.readouterr()
+        assert main(["convert-marian", str(source), str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "Traceback" not in err and len(err.splitlines()) == 1, err
+        assert err.startswith(f"hf-vaswani convert-marian: error: The tokenizer of {str(source)!r} ") and message in err
+        assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.slow
 def test_full_disk_leaves_the_output_folder_as_it_was(marian_folder, converted_folder, tmp_path):
     """`convert-marian --overwrite` with a file size limit below the weights (a full disk): one error line, and the

@@ -258,6 +258,32 @@ def test_convert_marian_gives_back_the_exported_folder_with_its_tokenizer(tmp_pa
     assert all(torch.equal(back.state_dict()[name], tensor) for name, tensor in reordered.items())
 
 
+def test_a_model_converted_from_a_one_direction_opus_mt_model_exports_and_converts_back_whole(
+    tiny_architecture_folders, tmp_path, capsys
+):
+    """Its MarianTokenizer files (source.spm, target.spm, vocab.json) go into the export, vocab.json in OPUS-MT's
+    layout, and come back with convert-marian: every folder of the round trip loads and translates."""
+    converted, marian, back = tmp_path / "converted", tmp_path / "marian", tmp_path / "back"
+    assert main(["convert-marian", str(tiny_architecture_folders["marian"]), str(converted)]) == 0
+    assert main(["export-marian", str(converted), str(marian)]) == 0
+    assert main(["convert-marian", str(marian), str(back)]) == 0
+    for folder in (marian, back):
+        assert all((folder / name).is_file() for name in ("source.spm", "target.spm", "vocab.json")), folder
+    size = VaswaniForConditionalGeneration.from_pretrained(converted).config.vocab_size
+    vocab = json.loads((marian / "vocab.json").read_text())
+    assert (len(vocab), vocab["<pad>"], vocab["<vaswani_pad>"]) == (size + 1, size, size - 1)
+    assert json.loads((back / "vocab.json").read_text()) == json.loads((converted / "vocab.json").read_text())
+    sentence = "El gato se comió el ratón."
+    ids = [AutoTokenizer.from_pretrained(folder)(sentence).input_ids for folder in (converted, marian, back)]
+    assert ids[0] == ids[1] == ids[2]
+    capsys.readouterr()
+    translations = []
+    for folder in (converted, marian, back):
+        assert main(["translate", sentence, "--model", str(folder), "--backend", "torch"]) == 0, folder
+        translations.append(capsys.readouterr().out.strip())
+    assert translations[0] == translations[2] and all(translations)
+
+
 def test_a_re_saved_export_converts_as_the_marian_model_it_has_become(tmp_path, caplog):
     """MarianMTModel.save_pretrained drops the decoder's position table that carries our start token: the copy
     starts from the position encoding alone. convert-marian says so and converts that model, exactly."""

@@ -78,6 +78,19 @@ def test_an_eos_id_outside_the_vocabulary_is_named(folder):
     assert any("config.json's eos_token_id is 10000, outside the vocabulary [0, " in problem for problem in problems)
 
 
+def test_a_half_zero_matrix_and_a_zero_layer_norm_gain_are_named_but_scattered_zeros_are_not(folder):
+    model, tokenizer, info = load(folder)
+    with torch.no_grad():
+        pruned = model.model.encoder.layers[0].self_attn.k_proj.weight
+        pruned.view(-1)[::2] = 0  # (half the values, scattered: a pruned model)
+        assert model_problems(model, tokenizer, loading_info=info) == []
+        model.model.decoder.layers[1].ffn.fc2.weight[: model.config.d_model // 2 + 1] = 0
+        model.model.encoder.layers[1].ffn_layer_norm.weight.zero_()
+    (problem,) = model_problems(model, tokenizer, loading_info=info)
+    assert problem.startswith("2 weight tensors are zero in half or more of their values: ")
+    assert "model.decoder.layers.1.ffn.fc2.weight" in problem and "encoder.layers.1.ffn_layer_norm.weight" in problem
+
+
 def test_an_eos_id_outside_the_vocabulary_in_the_generation_config_is_named(folder):
     config = json.loads((folder / "generation_config.json").read_text())
     config["eos_token_id"] = [2, -1]
