@@ -222,6 +222,21 @@ def test_a_search_where_nothing_finishes_ends_as_generate_ends(shipped, tiny_mod
         _assert_same_as_generate(model, tokenizer, text, direction, trace)
 
 
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"num_beams": 3, "repetition_penalty": 1.3, "min_new_tokens": 6},
+        {"num_beams": 2, "early_stopping": "never", "length_penalty": -1.0, "max_new_tokens": 8},
+        {"num_beams": 1, "suppress_tokens": [41, 14], "forced_eos_token_id": 2, "max_new_tokens": 5},
+    ],
+)
+def test_the_recorded_settings_reproduce_the_trace(shipped, settings):
+    model, tokenizer = shipped
+    trace = trace_decoding(model, tokenizer, "El gato se comió el ratón.", "es-en", top_k=2, **settings)
+    assert all(trace.settings["generate"][name] == value for name, value in settings.items())
+    _assert_same_as_generate(model, tokenizer, "El gato se comió el ratón.", "es-en", trace)
+
+
 @pytest.mark.parametrize("folder", ["", ".", "/"])
 def test_write_steps_refuses_the_working_folders(beam_trace, folder, tmp_path, monkeypatch):
     from vaswani_inspect.step_plots import write_steps
