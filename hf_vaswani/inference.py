@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 import torch
 
+from .generation_options import check_generation_options
 from .limits import GenerationLimits, check_generation_settings, generation_limits  # (re-exported here)
 from .model_checks import check_model, reports_silenced
 from .paths import DEFAULT_MODEL, default_model_path, looks_like_local_path  # (the first two re-exported here)
@@ -211,12 +212,12 @@ def translate(
         ValueError: on an unknown direction, no sentences, an empty sentence, a sentence most of whose
             characters the tokenizer does not know (`check_known_characters`), a batch size below 1, a beam
             size or maximum length the model cannot generate with, or a length penalty that is not a finite
-            number (`check_generation_settings`).
+            number (`hf_vaswani.generation_options.check_generation_options`).
     """
     check_not_one_text(sentences, "sentences", "translate(model, tokenizer, ['el gato negro'])")
     if labels is not None:
         check_not_one_text(labels, "labels", "labels=['first sentence']")
-    check_generation_settings(model, length_penalty=length_penalty)
+    _check_options(model, num_beams, max_new_tokens, length_penalty)
     if keep_spans:
         from .placeholders import translate_keeping_spans, vocabulary_of
 
@@ -244,6 +245,12 @@ def translate(
     settings = dict(num_beams=num_beams, batch_size=batch_size, max_new_tokens=max_new_tokens)
     sources = checked_sources(model, tokenizer, sentences, direction, labels, **settings)
     return _generate(model, tokenizer, sources, labels, length_penalty=length_penalty, **settings)
+
+
+def _check_options(model: Any, num_beams: int | None, max_new_tokens: int | None, length_penalty: float | None) -> None:
+    """The decoding options, checked as the trace and `extract` check theirs (`check_generation_options`)."""
+    given = {"num_beams": num_beams, "max_new_tokens": max_new_tokens, "length_penalty": length_penalty}
+    check_generation_options(model, {name: value for name, value in given.items() if value is not None})
 
 
 def _generate_kwargs(
@@ -347,7 +354,7 @@ def evaluate_pairs(
     for direction in directions:
         direction_to_languages(direction)
     check_not_one_text(pairs, "pairs", "[('The cat.', 'El gato.')]")
-    check_generation_settings(model, length_penalty=length_penalty)
+    _check_options(model, num_beams, max_new_tokens, length_penalty)
     pairs = list(pairs)
     for number, pair in enumerate(pairs, 1):
         if (

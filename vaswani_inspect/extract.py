@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from hf_vaswani.limits import check_generation_settings
+from hf_vaswani.generation_options import GENERATE_ARGUMENTS, check_generation_options
 from hf_vaswani.source_checks import check_known_characters, check_language_tokens
 
 from .alignment.config import model_alignment
@@ -345,8 +345,7 @@ def _generate_settings(
     for reserved in ("input_ids", "attention_mask", "inputs"):
         if reserved in settings:
             raise ValueError(f"generate_kwargs must not contain {reserved!r}: extract() builds it from the source.")
-    num_beams, max_new_tokens = settings.get("num_beams"), settings.get("max_new_tokens")
-    check_generation_settings(model, num_beams=num_beams, max_new_tokens=max_new_tokens)
+    check_generation_options(model, settings, other_arguments=GENERATE_ARGUMENTS)
     if "max_new_tokens" not in settings and "max_length" not in settings:
         wanted = max(len(ids) for ids in source_ids) + DEFAULT_EXTRA_NEW_TOKENS
         settings["max_new_tokens"] = wanted if max_positions is None else max(1, min(wanted, max_positions - 1))

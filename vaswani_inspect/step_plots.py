@@ -470,9 +470,14 @@ def write_steps(trace: DecodingTrace, folder: str | Path, *, language: str = "en
     (``beam_tree.svg``/``.png``) and one figure per step (``step_01.svg``/``.png``...). Returns {name: path}.
 
     Raises:
-        ValueError: an unknown language.
+        ValueError: an unknown language; a `folder` that is the current folder (``""``, ``"."``), a folder above
+            it, the file system's root or the home folder (as every command refuses them:
+            `hf_vaswani.outputs.OutputPlan`).
     """
+    from hf_vaswani.outputs import OutputPlan
+
     _texts(language)
+    OutputPlan().folder(folder, "trace folder")  # refuses the working folders before anything is written
     folder = Path(folder)
     figures_folder = folder / "steps"
     figures_folder.mkdir(parents=True, exist_ok=True)

@@ -139,7 +139,9 @@ class DecodingTrace:
         steps: one `DecodingStep` per step of the search.
         beams: the search tree (`BeamNode`s by id; greedy: one path).
         winner: the id of the final hypothesis (the translation); `finished`: the ids of the finished hypotheses
-            beam search kept, best first (greedy: the winner).
+            beam search kept, best first (greedy: the winner). A beam search where no hypothesis finished (every
+            token suppressed, a very negative length penalty) ends as ``generate()`` ends it: the winner is the
+            hypothesis in its first slot, unfinished, or the root (the decoder start token alone).
         sequence_score: the winner's score (beam search: ``generate()``'s ``sequences_scores``; greedy: its
             cumulative log-probability / length).
         settings: the decoding settings used (num_beams, length_penalty, no_repeat_ngram_size, early_stopping,
@@ -256,12 +258,14 @@ def _prepare_search(model: Any, input_ids: torch.Tensor, kwargs: dict[str, Any])
 
     has_default_max_length = kwargs.get("max_length") is None and model.generation_config.max_length is None
     has_default_min_length = kwargs.get("min_length") is None and model.generation_config.min_length is None
+    from transformers.generation.configuration_utils import GenerationMode
+
     config, _ = model._prepare_generation_config(None, **kwargs)
-    mode = str(config.get_generation_mode())
-    if config.do_sample or not ("greedy" in mode.lower() or "beam_search" in mode.lower()):
+    mode = config.get_generation_mode()
+    if mode not in (GenerationMode.GREEDY_SEARCH, GenerationMode.BEAM_SEARCH):
         raise ValueError(
-            f"trace_decoding() follows greedy and beam search only; these settings ask for {mode} "
-            "(do_sample, num_beam_groups, penalty_alpha...)."
+            f"trace_decoding() follows greedy and beam search only; these settings ask for "
+            f"{mode.name.replace('_', ' ').lower()} (do_sample, assistant_model...)."
         )
     device = input_ids.device
     model._prepare_special_tokens(config, False, device=device, batch_size=1)
@@ -311,6 +315,8 @@ def _generate_kwargs(
 ) -> dict[str, Any]:
     """The keyword arguments of the equivalent ``generate()`` call: the direction's (forced_bos_token_id), the
     model's defaults for the length (`generation_defaults`, else extract's rule), then what the caller gave."""
+    from hf_vaswani.generation_options import GENERATE_ARGUMENTS
+
     from .architectures import position_limit
     from .extract import _generate_settings
 
@@ -329,13 +335,13 @@ def _generate_kwargs(
             given["max_new_tokens"] = default
     for reserved in ("output_scores", "return_dict_in_generate", "output_attentions", "num_return_sequences"):
         given.pop(reserved, None)  # the trace records these itself
-    settings = _generate_settings(model, given, [source_ids], position_limit(model.config), direction)
-    penalty = settings.get("length_penalty")
-    if penalty is not None and (isinstance(penalty, bool) or not isinstance(penalty, (int, float))):
-        raise ValueError(f"length_penalty must be a number, got {penalty!r}.")
-    if penalty is not None and not math.isfinite(penalty):
-        raise ValueError(f"length_penalty must be a finite number, got {penalty!r}.")
-    return settings
+    passed_on = sorted(GENERATE_ARGUMENTS.intersection(given))
+    if passed_on:
+        raise ValueError(
+            f"trace_decoding() takes generation options only, not {passed_on[0]!r}: it runs the search itself."
+        )
+    # (the options are checked as extract() checks them: hf_vaswani.generation_options)
+    return _generate_settings(model, given, [source_ids], position_limit(model.config), direction)
 
 
 # ---------------------------------------------------------------------------------------------------- the model
@@ -461,9 +467,11 @@ def _rounded(array: np.ndarray) -> list:
 # ---------------------------------------------------------------------------------------------------- the loops
 
 
-def _greedy(model: Any, encoded: Any, search: _Search, tree: _Tree, device: torch.device) -> tuple[int, list[int]]:
+def _greedy(
+    model: Any, encoded: Any, search: _Search, tree: _Tree, device: torch.device
+) -> tuple[int, list[int], float]:
     """Greedy search as transformers' ``_sample`` runs it without sampling: the processors act on the raw logits,
-    the best processed score wins, the stopping criteria end it. Returns (winner id, finished ids)."""
+    the best processed score wins, the stopping criteria end it. Returns (winner id, finished ids, its score)."""
     sequence = torch.tensor([[search.start_id]], dtype=torch.long, device=device)
     node, cumulative, step = 0, 0.0, 0
     while True:
@@ -482,13 +490,14 @@ def _greedy(model: Any, encoded: Any, search: _Search, tree: _Tree, device: torc
         if bool(search.stopping(sequence, None).all()):
             break
     tree.nodes[node].status, tree.nodes[node].ended = "finished", True
-    return node, [node]
+    return node, [node], tree.nodes[node].score
 
 
-def _beam(model: Any, encoded: Any, search: _Search, tree: _Tree, device: torch.device) -> tuple[int, list[int]]:
+def _beam(model: Any, encoded: Any, search: _Search, tree: _Tree, device: torch.device) -> tuple[int, list[int], float]:
     """Beam search as transformers' ``_beam_search`` runs it (one sentence), written out step by step because
     ``generate()`` does not expose the tree: the same tensor operations in the same order, so that ties and the
-    "-1e9" placeholders of empty slots fall the same way. Returns (winner id, finished ids best first)."""
+    "-1e9" placeholders of empty slots fall the same way. Returns (winner id, finished ids best first, the
+    winner's score as ``sequences_scores`` gives it)."""
     beams = search.num_beams
     keep = max(2, 1 + len(search.eos_ids)) * beams  # candidates kept per step: enough to refill after EOS
     top_beams = torch.arange(keep, device=device) < beams  # only these may finish
@@ -559,9 +568,11 @@ def _beam(model: Any, encoded: Any, search: _Search, tree: _Tree, device: torch.
     kept = [node for node, flag in zip(finished_nodes, finished_flags.tolist()) if flag and node is not None]
     for node in kept:
         tree.nodes[node].status = "finished"
-    if not kept:
-        raise RuntimeError("Beam search ended without a finished hypothesis.")
-    return kept[0], kept
+    # generate() returns the first of its best `beams` slots whether or not it finished: with no finished
+    # hypothesis (every token suppressed, or a length penalty that pushes them under the -1e9 placeholders) that is
+    # a live candidate, or an empty slot, which holds the decoder start token alone (the root).
+    first = finished_nodes[0]
+    return (0 if first is None else first), kept, float(finished_scores[0])
 
 
 def _can_improve(
@@ -668,8 +679,10 @@ def trace_decoding(
         the same output.
 
     Raises:
-        ValueError: a source or setting ``extract()`` refuses, a direction the model does not translate, sampling
-            or another decoding strategy than greedy and beam search, or `top_k` below 1.
+        ValueError: a source or setting ``extract()`` refuses (a setting ``generate()`` would refuse:
+            `hf_vaswani.generation_options.check_generation_options`), a ``generate()`` argument that is not a
+            setting (``logits_processor``...), a direction the model does not translate, sampling or another
+            decoding strategy than greedy and beam search, or `top_k` below 1.
     """
     from .architectures import position_limit
     from .extract import _check_model, _device, _direction, _eval_mode, _source_ids, record_from_ids
@@ -692,7 +705,7 @@ def trace_decoding(
         encoded = _encode(model, input_ids)
         loop = _greedy if search.num_beams == 1 else _beam
         with _last_position_logits(model):
-            winner, finished = loop(model, encoded, search, tree, device)
+            winner, finished, score = loop(model, encoded, search, tree, device)
     trace_nodes = tree.nodes
     path = _path(trace_nodes, winner)
     target_ids = [node.token_id for node in path]
@@ -715,7 +728,7 @@ def trace_decoding(
         beams=trace_nodes,
         winner=winner,
         finished=finished,
-        sequence_score=float(trace_nodes[winner].score),
+        sequence_score=score,
         settings=_settings_record(search, model, top_k, reading),
     )
 

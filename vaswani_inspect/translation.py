@@ -8,9 +8,9 @@ from typing import Any
 
 import torch
 
-from hf_vaswani.limits import check_generation_settings
+from hf_vaswani.generation_options import GENERATE_ARGUMENTS, check_generation_options
 from hf_vaswani.model_checks import check_tokenizer
-from hf_vaswani.source_checks import check_not_one_text
+from hf_vaswani.source_checks import check_not_one_text, fitted_sources
 
 from .architectures import is_vaswani
 from .directions import resolve_direction, source_for, source_language_settings
@@ -34,8 +34,12 @@ def translate_any(
     Raises:
         TypeError: `sentences` is one text instead of a list of texts.
         ValueError: a direction the model does not translate, no sentences or an empty one, a batch size below 1,
-            a beam size or length the model cannot generate with, a length penalty that is not a finite number.
+            a generation option ``generate()`` would refuse (`hf_vaswani.generation_options`: a beam size or length
+            the model cannot generate with, a length penalty that is not a finite number...).
         BrokenModelError: (a ValueError) `tokenizer` is another model's (`hf_vaswani.model_checks.check_tokenizer`).
+
+    A sentence longer than the model reads is cut to that length with one `TruncatedInputWarning` naming it
+    ("sentence i"), as `hf_vaswani.inference.translate` does.
     """
     if isinstance(model, torch.nn.Module):
         check_tokenizer(model, tokenizer)  # another model's tokenizer translates to garbage without an error
@@ -61,20 +65,22 @@ def translate_any(
         raise ValueError("A sentence is empty or whitespace only: there is nothing to translate.")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
-    check_generation_settings(
-        model, num_beams=num_beams, max_new_tokens=max_new_tokens, length_penalty=generate_kwargs.get("length_penalty")
-    )
     settings = {**how.generate_settings, **generate_kwargs}
     if num_beams is not None:
         settings["num_beams"] = num_beams
     if max_new_tokens is not None:
         settings["max_new_tokens"] = max_new_tokens
+    check_generation_options(model, settings, other_arguments=GENERATE_ARGUMENTS)
     device = next(model.parameters()).device
     translations: list[str] = []
     with torch.inference_mode(), source_language_settings(tokenizer, how):
+        sources = [source_for(how, text) for text in texts]
+        # A source longer than the model reads is cut, as translate cuts it: with a TruncatedInputWarning.
+        _, limit = fitted_sources(model, tokenizer, sources, [f"sentence {i}" for i in range(1, len(texts) + 1)])
         for start in range(0, len(texts), batch_size):
-            batch = [source_for(how, text) for text in texts[start : start + batch_size]]
-            encoded = tokenizer(batch, return_tensors="pt", padding=True, truncation=True).to(device)
+            batch = sources[start : start + batch_size]
+            encoded = tokenizer(batch, return_tensors="pt", padding=True, truncation=True, max_length=limit)
+            encoded = encoded.to(device)
             output = model.generate(**encoded, **settings)
             translations += [text.strip() for text in tokenizer.batch_decode(output, skip_special_tokens=True)]
     return translations

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -76,10 +76,14 @@ class TextWords:
             gold files index this list.
         pieces: for each word, the positions of its pieces in the token list; empty for a punctuation mark glued
             into a piece of another word (it gets no attention row or column, and no alignment link).
+        glued_to: for each word without pieces of its own, the index of the word whose piece holds it ("." of
+            "▁dog." is glued to "dog"); None for the other words. A target word's attribution row is its word's
+            (`vaswani_inspect.attribution.pooling`): the prediction of "▁dog." wrote the "." too.
     """
 
     words: list[str]
     pieces: list[list[int]]
+    glued_to: list[int | None] = field(default_factory=list)
 
     def punctuation(self) -> list[bool]:
         """For each word, whether it is a punctuation mark or another symbol (`is_punctuation_word`)."""
@@ -100,8 +104,15 @@ def text_words(tokens: Sequence[str], special_tokens: Iterable[str] = DEFAULT_SP
     for position, word in enumerate(word_of):
         if word is not None:
             pieces[word].append(position)
+    glued_to = [None if own else _holder(start, end, offsets, word_of) for own, (start, end) in zip(pieces, spans)]
     shown = ["".join(UNKNOWN_TOKEN if i in unknown else text[i] for i in range(start, end)) for start, end in spans]
-    return TextWords(shown, pieces)
+    return TextWords(shown, pieces, glued_to)
+
+
+def _holder(start: int, end: int, offsets: list[tuple[int, int]], word_of: list[int | None]) -> int | None:
+    """The word of the first piece whose characters overlap [start, end) (the word a glued mark is glued to)."""
+    holders = [word_of[p] for p, (first, last) in enumerate(offsets) if first < end and start < last]
+    return next((word for word in holders if word is not None), None)
 
 
 def _spell(tokens: Sequence[str], specials: set[str]) -> tuple[str, set[int], list[tuple[int, int]]]:

@@ -122,8 +122,8 @@ def _hypotheses_paths(output: str, directions: Sequence[str]) -> dict[str, Path]
     path = Path(output)
     if "{direction}" in output:
         return {d: Path(output.replace("{direction}", d)) for d in directions}
-    if len(directions) == 1:
-        return {directions[0]: path}
+    if len(directions) == 1 or not output:  # (an empty path names the current folder, which the plan refuses)
+        return {direction: path for direction in directions}
     return {d: path.with_name(f"{path.stem}.{d}{path.suffix}") for d in directions}
 
 
@@ -143,12 +143,12 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"No such file of sentence pairs: {args.data!r}")
     # Every output is checked before any work, and written only once everything has been translated and scored.
     plan = OutputPlan(inputs=[args.data, args.model])
-    shown = _hypotheses_paths(args.output, directions) if args.output else {}
+    shown = _hypotheses_paths(args.output, directions) if args.output is not None else {}
     outputs = {
         direction: plan.file(path, f"hypotheses file ({direction})" if len(directions) > 1 else "hypotheses file")
         for direction, path in shown.items()
     }
-    json_path = plan.file(args.json, "JSON file") if args.json else None
+    json_path = plan.file(args.json, "JSON file") if args.json is not None else None
     plan.check()
     pairs = read_pairs(args.data, strict=args.strict)  # before loading the model: bad input fails fast
     if args.limit:

@@ -132,8 +132,8 @@ def vaswani_config_from_marian(
             dropout=float(marian.dropout),
             attention_dropout=float(marian.attention_dropout),
             activation_dropout=float(marian.activation_dropout),
-            # MarianMTModel's loss is plain cross-entropy.
-            label_smoothing=0.0,
+            # MarianMTModel's loss is plain cross-entropy; a label_smoothing that export-marian kept is ours.
+            label_smoothing=float(getattr(marian, "label_smoothing", 0.0) or 0.0),
             max_position_embeddings=marian.max_position_embeddings,
             position_encoding="sinusoidal",
             sinusoidal_layout="concatenated",
@@ -179,9 +179,12 @@ def check_marian_compatible(config: VaswaniConfig) -> None:
 
 def marian_config_for(config: VaswaniConfig) -> MarianConfig:
     """The `MarianConfig` of a `MarianMTModel` with the dimensions, activations, dropouts and special ids of ours,
-    and our `alignment` (how `vaswani_inspect` reads word alignments off the cross-attention, which the Marian model
-    computes as ours does) as an extra field, which MarianConfig keeps."""
-    extra = {"alignment": copy.deepcopy(config.alignment)} if config.alignment is not None else {}
+    and as extra fields, which MarianConfig keeps and MarianMTModel ignores, our `alignment` (how `vaswani_inspect`
+    reads word alignments off the cross-attention, which the Marian model computes as ours does) and our
+    `label_smoothing` (the training loss's: `convert-marian` gives it back, for fine-tuning as trained)."""
+    extra: dict[str, Any] = {"label_smoothing": float(config.label_smoothing)}
+    if config.alignment is not None:
+        extra["alignment"] = copy.deepcopy(config.alignment)
     return MarianConfig(
         **extra,
         vocab_size=config.vocab_size,

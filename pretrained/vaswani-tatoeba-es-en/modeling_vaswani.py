@@ -476,6 +476,10 @@ def _check_token_ids(input_ids: torch.Tensor, vocab_size: int, past_length: int 
     every step on a GPU. (A static cache's length is a tensor once it holds something.)"""
     if input_ids.dim() != 2:
         raise ValueError(f"input ids must have shape (batch, sequence_length), got {tuple(input_ids.shape)}.")
+    if input_ids.is_floating_point() or input_ids.is_complex() or input_ids.dtype == torch.bool:
+        raise ValueError(f"input ids must be whole token ids (torch.long), got a tensor of {input_ids.dtype}.")
+    if input_ids.shape[1] == 0:
+        raise ValueError("input ids hold no token (shape (batch, 0)): every sequence needs at least one.")
     if is_torchdynamo_compiling() or input_ids.numel() == 0 or isinstance(past_length, torch.Tensor) or past_length:
         return
     low, high = (int(value) for value in torch.aminmax(input_ids))
@@ -489,6 +493,17 @@ def _check_mask_shape(mask: torch.Tensor | None, expected: tuple[int, ...], name
     """A 2-D padding mask must match its sequence; 4-D masks (built by `generate` for a static cache) pass."""
     if mask is not None and mask.dim() != 4 and tuple(mask.shape) != tuple(expected):
         raise ValueError(f"{name} must have shape {tuple(expected)}, got {tuple(mask.shape)}.")
+
+
+def _check_source_visible(mask: torch.Tensor | None) -> None:
+    """A source row whose padding mask hides every position leaves attention nothing to read: the softmax then
+    spreads over the masked positions, and the model translates padding without a word."""
+    if mask is None or mask.dim() != 2 or is_torchdynamo_compiling():
+        return
+    hidden = ~mask.bool().any(dim=-1)
+    if bool(hidden.any()):
+        row = int(hidden.nonzero()[0, 0])
+        raise ValueError(f"attention_mask masks every position of source row {row}: nothing is left to translate.")
 
 
 class VaswaniEncoder(VaswaniStack):
@@ -512,6 +527,7 @@ class VaswaniEncoder(VaswaniStack):
     ) -> BaseModelOutput:
         hidden_states = self.embed(input_ids, inputs_embeds)
         _check_mask_shape(attention_mask, hidden_states.shape[:2], "attention_mask")
+        _check_source_visible(attention_mask)
         mask = create_bidirectional_mask(config=self.config, inputs_embeds=hidden_states, attention_mask=attention_mask)
         for layer in self.layers:
             hidden_states = layer(hidden_states, mask, **kwargs)

@@ -471,6 +471,20 @@ def test_bad_inputs_give_clear_errors(tiny_model, source_batch):
         tiny_model(input_ids=input_ids, decoder_input_ids=decoder_input_ids, labels=torch.tensor([[5, 6, 7]] * 2))
 
 
+def test_generate_refuses_sources_it_cannot_read(tiny_model, source_batch):
+    """An all-masked source row translated padding, float ids and empty ids were torch errors: one line each."""
+    input_ids, attention_mask = source_batch
+    hidden = attention_mask.clone()
+    hidden[1] = 0
+    with pytest.raises(ValueError, match="attention_mask masks every position of source row 1"):
+        tiny_model.generate(input_ids=input_ids, attention_mask=hidden, max_new_tokens=3)
+    with pytest.raises(ValueError, match="input ids must be whole token ids .*torch.float32"):
+        tiny_model.generate(input_ids=input_ids.float(), attention_mask=attention_mask, max_new_tokens=3)
+    with pytest.raises(ValueError, match=r"input ids hold no token \(shape \(batch, 0\)\)"):
+        tiny_model.generate(input_ids=input_ids[:, :0], max_new_tokens=3)
+    assert tiny_model.generate(input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=3).shape[0] == 2
+
+
 @pytest.mark.parametrize("num_beams", [1, 3])
 def test_decoding_steps_with_a_cache_do_not_check_the_ids(tiny_model, source_batch, monkeypatch, num_beams):
     """Reading the ids' range is a host sync on a GPU: `generate` pays it for the source and the decoder's first

@@ -45,3 +45,17 @@ def test_the_current_folder_and_those_above_it_are_never_an_output(command, out,
     assert any(why in err for why in ("the current folder", "a folder above", "the root of the file system")), err
     assert (working_folder / "notes.txt").read_text(encoding="utf-8") == "keep me"
     assert sorted(p.name for p in working_folder.iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.skipif(not CHECKPOINT.is_dir(), reason="the shipped checkpoint is not in this checkout")
+@pytest.mark.parametrize("option", ["--output", "--json"])
+@pytest.mark.parametrize("directions", [["--direction", "es-en"], []])
+def test_evaluate_refuses_an_empty_file_path_as_every_command_does(option, directions, working_folder, capsys):
+    """An empty --output or --json was taken as "not given": the scores were printed and nothing written."""
+    pairs = working_folder.parent.parent / "pairs.tsv"
+    code = main(["evaluate", str(pairs), option, "", *directions, "--model", str(CHECKPOINT)])
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert code == 2 and err.startswith("hf-vaswani evaluate: error: ") and "\n" not in err, err
+    assert "is the current folder" in err and captured.out == ""
+    assert sorted(p.name for p in working_folder.iterdir()) == ["notes.txt"]

@@ -199,10 +199,24 @@ def test_translating_one_text_instead_of_a_list_or_with_bad_settings_is_refused(
         ({"length_penalty": float("nan")}, "length_penalty must be a finite number"),
         ({"num_beams": 0}, "num_beams must be a positive integer"),
         ({"batch_size": 0}, "batch_size must be a positive integer"),
+        ({"nm_beams": 2}, "'nm_beams' \\(did you mean 'num_beams'\\?\\)"),
     ):
         with pytest.raises(ValueError, match=message):
             translate_any(model, tokenizer, ["gato"], direction, **settings)
     assert len(translate_any(model, tokenizer, ["gato", "perro"], direction, max_new_tokens=3)) == 2
+
+
+@pytest.mark.parametrize("name", ["marian", "t5"])
+def test_a_sentence_longer_than_the_model_reads_is_cut_with_a_warning(name, loaded):
+    """2,000 words: cut to what the model reads (64 positions, or the T5 tokenizer's 512), and said, as translate
+    says it."""
+    from hf_vaswani.source_checks import TruncatedInputWarning
+
+    model, tokenizer = loaded[name]
+    direction = "es-en" if name == "marian" else "en-es"
+    with pytest.warns(TruncatedInputWarning, match=r"only their first \d+ tokens were translated: sentence 2 \("):
+        found = translate_any(model, tokenizer, ["gato", " ".join(["gato"] * 2000)], direction, max_new_tokens=2)
+    assert len(found) == 2
 
 
 def test_a_model_whose_attention_is_elsewhere_is_refused_naming_what_is_missing(loaded):

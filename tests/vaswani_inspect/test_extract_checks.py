@@ -1,6 +1,7 @@
 """`extract` refuses what the commands refuse, with their messages (issue 27: it took emoji-only text, a beam size
 of 0 (ZeroDivisionError), 10,000 new tokens, ``target="</s>"`` and a ``>>fr<<`` in the text)."""
 
+import math
 import os
 import shutil
 import subprocess
@@ -21,6 +22,11 @@ REFUSED = {
     "empty-target": (dict(target=""), "target #0 is empty"),
     "unknown-language": (dict(source="el >>fr<< gato"), "contains '>>fr<<', which is not one of the model's"),
     "unknown-language-first": (dict(source=">>fr<< Le chat.", direction=None), "contains '>>fr<<'"),
+    "nan-length-penalty": (
+        dict(generate_kwargs={"num_beams": 2, "length_penalty": float("nan")}),
+        "length_penalty must be a finite number, got nan",
+    ),
+    "misspelt-option": (dict(generate_kwargs={"nm_beams": 2}), r"'nm_beams' \(did you mean 'num_beams'\?\)"),
 }
 
 
@@ -30,6 +36,13 @@ def test_extract_refuses_what_the_commands_refuse(model, tokenizer, case):
     arguments = {"source": "el gato negro", "direction": "es-en", **arguments}
     with pytest.raises(ValueError, match=message):
         extract(model, tokenizer, **arguments)
+
+
+def test_attribute_refuses_a_nan_length_penalty_in_its_generate_kwargs(model, tokenizer):
+    from vaswani_inspect import attribute
+
+    with pytest.raises(ValueError, match="length_penalty must be a finite number, got nan"):
+        attribute(model, tokenizer, "el gato negro", direction="es-en", generate_kwargs={"length_penalty": math.nan})
 
 
 def test_extract_names_unknown_characters_of_an_otherwise_readable_source(model, tokenizer):

@@ -175,6 +175,78 @@ def test_bad_settings_are_refused(shipped):
         trace_decoding(model, tokenizer, ["el gato"], "es-en")
 
 
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"num_beams": 4, "num_beam_groups": 2, "diversity_penalty": 0.5}, "group beam search"),
+        ({"nm_beams": 3}, "'nm_beams' \\(did you mean 'num_beams'\\?\\)"),
+        ({"eos_token_id": []}, "eos_token_id is an empty list"),
+        ({"forced_bos_token_id": 8005}, "forced_bos_token_id=8005 is not a token id"),
+        ({"length_penalty": float("nan")}, "length_penalty must be a finite number"),
+        ({"logits_processor": []}, "not 'logits_processor'"),
+    ],
+)
+def test_the_trace_refuses_what_generate_refuses(shipped, settings, message):
+    """Each of these is a traceback or a refusal in generate(), or a search it cannot follow: one clear line."""
+    model, tokenizer = shipped
+    with pytest.raises(ValueError, match=message):
+        trace_decoding(model, tokenizer, "el gato", "es-en", **settings)
+
+
+def test_generate_refuses_them_too(shipped):
+    """The refusals above are generate()'s own (here, the settings the trace ran plain beam search for)."""
+    model, tokenizer = shipped
+    for settings in ({"num_beams": 4, "num_beam_groups": 2}, {"nm_beams": 3}, {"forced_bos_token_id": 8005}):
+        with pytest.raises((ValueError, IndexError)):
+            _generate(model, tokenizer, "el gato", "es-en", settings)
+
+
+def test_a_search_where_nothing_finishes_ends_as_generate_ends(shipped, tiny_models):
+    """No hypothesis finishes: generate() returns its first slot (the decoder start alone when every token is
+    suppressed; a live candidate with a length penalty of -5), and so does the trace, settings and all."""
+    from vaswani_inspect.step_plots import plot_beam_tree
+
+    model, tokenizer = shipped
+    suppressed = trace_decoding(
+        model, tokenizer, "el gato", "es-en", num_beams=4, suppress_tokens=list(range(model.config.vocab_size))
+    )
+    assert suppressed.target_ids == [model.generation_config.decoder_start_token_id] and suppressed.finished == []
+    assert suppressed.text == "" and suppressed.winner == 0
+    _assert_same_as_generate(model, tokenizer, "el gato", "es-en", suppressed)
+    plot_beam_tree(suppressed)  # the figures draw a trace without a finished hypothesis
+    for name, (model, tokenizer) in tiny_models.items():
+        direction, text = ("en-es", "The black cat.") if name == "t5" else ("es-en", "El gato negro.")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trace = trace_decoding(model, tokenizer, text, direction, num_beams=3, length_penalty=-5.0, top_k=2)
+        _assert_same_as_generate(model, tokenizer, text, direction, trace)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"num_beams": 3, "repetition_penalty": 1.3, "min_new_tokens": 6},
+        {"num_beams": 2, "early_stopping": "never", "length_penalty": -1.0, "max_new_tokens": 8},
+        {"num_beams": 1, "suppress_tokens": [41, 14], "forced_eos_token_id": 2, "max_new_tokens": 5},
+    ],
+)
+def test_the_recorded_settings_reproduce_the_trace(shipped, settings):
+    model, tokenizer = shipped
+    trace = trace_decoding(model, tokenizer, "El gato se comió el ratón.", "es-en", top_k=2, **settings)
+    assert all(trace.settings["generate"][name] == value for name, value in settings.items())
+    _assert_same_as_generate(model, tokenizer, "El gato se comió el ratón.", "es-en", trace)
+
+
+@pytest.mark.parametrize("folder", ["", ".", "/"])
+def test_write_steps_refuses_the_working_folders(beam_trace, folder, tmp_path, monkeypatch):
+    from vaswani_inspect.step_plots import write_steps
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="trace folder .* is (the current folder|a folder above)"):
+        write_steps(beam_trace, folder)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_generation_defaults_are_the_demos(shipped):
     from vaswani_demo.choices import DemoChoices
 

@@ -124,13 +124,13 @@ def test_text_words_split_punctuation_off_like_gold_files():
     found = text_words([">>en<<", "▁¿Qué", "▁es", "▁eso", "?", "</s>"])
     assert found.words == ["¿", "Qué", "es", "eso", "?"] == text_split("¿Qué es eso?")
     # "¿" is glued into the piece "▁¿Qué", which belongs to "Qué": the word exists but no piece stands for it.
-    assert found.pieces == [[], [1], [2], [3], [4]]
+    assert found.pieces == [[], [1], [2], [3], [4]] and found.glued_to == [1, None, None, None, None]
     assert found.punctuation() == [True, False, False, False, True]
     found = text_words(["<s>", "▁El", "▁gato", "▁se", "▁comió", "▁el", "▁rat", "ón", ".", "</s>"])
     assert found.words == ["El", "gato", "se", "comió", "el", "ratón", "."]
     assert found.pieces[-2:] == [[6, 7], [8]]
     glued = text_words(["<s>", "▁eso.", "</s>"])
-    assert glued.words == ["eso", "."] and glued.pieces == [[1], []]
+    assert glued.words == ["eso", "."] and glued.pieces == [[1], []] and glued.glued_to == [None, 0]
 
 
 def test_text_words_lone_space_unknown_pieces_and_apostrophes():

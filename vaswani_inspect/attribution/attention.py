@@ -25,13 +25,15 @@ from ..alignment.links import alignment_matrix
 from ..architectures import attention_modules, head_size, projections
 from ..record import AttentionRecord
 from .inputs import eval_mode, record_inputs
+from .pooling import glued_rows
 
 LAYER_CHOICES = ("aligner", "mean")
 
 
 def attention_matrix(record: AttentionRecord) -> np.ndarray:
-    """The model's aligner's word-level matrix (`alignment_matrix(record)`)."""
-    return alignment_matrix(record)
+    """The model's aligner's word-level matrix (`alignment_matrix(record)`), a glued punctuation mark given the row
+    of its word (`glued_rows`: every method's rows sum to 1)."""
+    return glued_rows(alignment_matrix(record), record)
 
 
 def value_norms(model: Any, record: AttentionRecord) -> np.ndarray:
@@ -67,8 +69,8 @@ def attention_norm_matrix(model: Any, record: AttentionRecord, layers: str = "al
     weighted = record.cross.astype(np.float64) * norms[:, :, None, :]
     scaled = replace(record, cross=weighted.astype(np.float32))
     if layers == "aligner":
-        return alignment_matrix(scaled), {"layers": "aligner", "reading": record.alignment}
-    return alignment_matrix(scaled, "mean", "all", shift=False), {"layers": "mean"}
+        return glued_rows(alignment_matrix(scaled), record), {"layers": "aligner", "reading": record.alignment}
+    return glued_rows(alignment_matrix(scaled, "mean", "all", shift=False), record), {"layers": "mean"}
 
 
 __all__ = ["LAYER_CHOICES", "attention_matrix", "attention_norm_matrix", "value_norms"]

@@ -15,10 +15,12 @@ cell. Pooling, in this order:
    distribution; a max would make a word split into many pieces look as strong as its strongest piece only;
 3. **target pieces averaged**: the row of a target word is the mean of the rows that predict its pieces (piece p
    is predicted at row p - 1), as `alignment_matrix` reads attention with ``shift=False``; the mean of
-   distributions is a distribution;
-4. rows renormalised to sum to 1 over the source words. A word without pieces of its own (a punctuation mark
-   glued into another word's piece), or whose scores are all zero, gets a zero row; a source word without pieces
-   a zero column.
+   distributions is a distribution. A target word without pieces of its own (a punctuation mark glued into
+   another word's piece: "." of "▁dog.") takes the row of the word it is glued to (`TextWords.glued_to`): the
+   prediction that wrote "▁dog." wrote the "." too (`glued_rows` does the same for the attention methods'
+   matrices);
+4. rows renormalised to sum to 1 over the source words. Only a word whose scores are all zero gets a zero row; a
+   source word without pieces of its own gets a zero column (its glued piece counts once, for its word).
 
 Scores must be non-negative (norms, absolute values, distances): every method here gives such scores.
 """
@@ -54,12 +56,14 @@ def check_token_scores(token_scores: np.ndarray, record: AttentionRecord) -> np.
 
 def pool_rows(values: np.ndarray, record: AttentionRecord) -> np.ndarray:
     """Per-target-word values from per-predicted-piece values (..., T - 1): the mean over the rows that predict the
-    word's pieces (step 3 of the module docstring); NaN for a word without pieces."""
+    word's pieces, or for a glued punctuation mark those of the word it is glued to (step 3 of the module
+    docstring); NaN for a word no piece writes."""
     values = np.asarray(values, dtype=np.float64)
     _, target = word_lists(record)
     result = np.full((*values.shape[:-1], len(target.words)), np.nan)
     for j, pieces in enumerate(target.pieces):
-        rows = [p - 1 for p in pieces if p >= 1]
+        holder = target.glued_to[j]
+        rows = [p - 1 for p in (pieces if holder is None else target.pieces[holder]) if p >= 1]
         if rows:
             result[..., j] = values[..., rows].mean(axis=-1)
     return result
@@ -74,8 +78,8 @@ def pool_to_words(token_scores: np.ndarray, record: AttentionRecord) -> np.ndarr
         record: the token-level record the scores belong to (its words are the matrix's).
 
     Returns:
-        (len(target_words(record)), len(source_words(record))) float64, each row summing to 1 (zero rows for words
-        without pieces or without any score); see the module docstring for the four steps.
+        (len(target_words(record)), len(source_words(record))) float64, each row summing to 1 (a zero row only
+        for a word without any score); see the module docstring for the four steps.
     """
     if record.level != "token":
         raise ValueError("pool_to_words needs a token-level record (one from extract, before to_words).")
@@ -91,13 +95,24 @@ def pool_to_words(token_scores: np.ndarray, record: AttentionRecord) -> np.ndarr
     return renormalize_rows(np.nan_to_num(pooled, nan=0.0))
 
 
+def glued_rows(matrix: np.ndarray, record: AttentionRecord) -> np.ndarray:
+    """A word-level matrix (target words x source words) whose glued punctuation marks, left with zero rows by
+    `vaswani_inspect.alignment.alignment_matrix`, take the row of the word they are glued to (as `pool_rows`)."""
+    _, target = word_lists(record)
+    result = np.array(matrix, dtype=np.float64, copy=True)
+    for j, holder in enumerate(target.glued_to):
+        if holder is not None:
+            result[j] = result[holder]
+    return result
+
+
 def source_shares(source_scores: np.ndarray, prefix_scores: np.ndarray, record: AttentionRecord) -> np.ndarray:
     """The share of each target word that comes from the source rather than the target prefix.
 
     Per predicted piece (row t): the sum of its source scores over every source token (special tokens included:
     the language token and `</s>` are inputs too) divided by that plus the sum of its prefix scores (decoder inputs
-    0..t, `<s>` included); a word's share is the mean over its pieces' rows (`pool_rows`); NaN for a word without
-    pieces, 0.5 for a row without any score.
+    0..t, `<s>` included); a word's share is the mean over its pieces' rows (`pool_rows`); NaN for a word no piece
+    writes, 0.5 for a row without any score.
     """
     source = np.asarray(source_scores, dtype=np.float64).sum(axis=-1)
     prefix = np.asarray(prefix_scores, dtype=np.float64).sum(axis=-1)
@@ -106,4 +121,4 @@ def source_shares(source_scores: np.ndarray, prefix_scores: np.ndarray, record: 
     return pool_rows(share, record)
 
 
-__all__ = ["check_token_scores", "pool_rows", "pool_to_words", "source_shares"]
+__all__ = ["check_token_scores", "glued_rows", "pool_rows", "pool_to_words", "source_shares"]

@@ -198,6 +198,27 @@ def test_every_method_gives_the_alignment_matrix_words(model, tokenizer, record,
     assert found.to_dict()["method"] == method
 
 
+@pytest.fixture(scope="module")
+def glued_record():
+    """The shipped model's record of "el perro" -> "the dog.", whose last piece "▁dog." holds the word "."."""
+    from vaswani_inspect import load_model_and_tokenizer
+
+    model, tokenizer = load_model_and_tokenizer()
+    return model, tokenizer, extract(model, tokenizer, "el perro", "the dog.", direction="es-en")
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_punctuation_mark_glued_into_a_piece_gets_that_pieces_row(glued_record, method):
+    """The target "." has no piece of its own: its row is the row of the piece it is in (that prediction wrote
+    it), so it sums to 1 as every other row, in every method."""
+    model, tokenizer, record = glued_record
+    assert record.target_tokens[-2] == "▁dog."
+    found = attribute(model, tokenizer, record, method=method, **({"n_steps": 4} if "integrated" in method else {}))
+    assert found.target_words == ["the", "dog", "."]
+    np.testing.assert_allclose(found.matrix.sum(-1), 1.0)
+    np.testing.assert_allclose(found.matrix[-1], found.matrix[-2])
+
+
 def test_attention_method_is_the_models_aligner(model, tokenizer, record):
     np.testing.assert_array_equal(attribute(model, tokenizer, record).matrix, alignment_matrix(record))
 

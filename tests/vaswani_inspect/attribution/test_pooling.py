@@ -48,3 +48,14 @@ def test_pool_to_words_refuses_bad_scores():
         pool_to_words(np.ones((2, 5)), _record())
     with pytest.raises(ValueError, match="non-negative"):
         pool_to_words(-np.ones((4, 5)), _record())
+
+
+def test_a_glued_punctuation_mark_takes_the_row_of_its_piece():
+    """Target "the dog." as ["▁the", "▁dog."]: the word "." has no piece of its own, and the prediction of
+    "▁dog." wrote it; its row is that piece's, not a row of zeros."""
+    record = _record()
+    record.target_tokens = ["<s>", "▁the", "▁dog.", "</s>", "<pad>"]
+    scores = np.array([[0.0, 1.0, 3.0, 0.0, 0.0], [0.0, 3.0, 1.0, 0.0, 0.0], [0.0, 1.0, 1.0, 0.0, 0.0], [1.0] * 5])
+    matrix = pool_to_words(scores, record)
+    np.testing.assert_allclose(matrix, [[0.25, 0.75], [0.75, 0.25], [0.75, 0.25]])
+    np.testing.assert_allclose(pool_rows(np.array([1.0, 2.0, 4.0, 8.0]), record), [1.0, 2.0, 2.0])
