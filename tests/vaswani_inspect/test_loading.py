@@ -49,13 +49,13 @@ def load_quietly(folder):
 
 MISMATCHES = {
     # (model, tokenizer): what the message must say
-    ("nllb", "mbart"): "the tokenizer has 244 tokens and the model's vocabulary 305",  # (both fairseq ids)
+    ("m2m100", "mbart"): "the tokenizer has 244 tokens and the model's vocabulary 305",  # (both fairseq ids)
     ("marian", "bart"): "the tokenizer's pad_token_id is 1 and the model's 172",
     ("t5", None): "(another model's tokenizer, or none at all)",  # (an empty T5Tokenizer of 104 tokens)
-    ("mbart", "nllb"): "the tokenizer has 305 tokens and the model's vocabulary 244",
+    ("mbart", "m2m100"): "the tokenizer has 305 tokens and the model's vocabulary 244",
     ("bart", "t5"): "the tokenizer's pad_token_id is 0 and the model's 1",
-    ("vaswani", "nllb"): "the tokenizer has no token >>en<<",
-    ("nllb", "vaswani"): "the tokenizer's pad_token_id is 0 and the model's 1",
+    ("vaswani", "m2m100"): "the tokenizer has no token >>en<<",
+    ("m2m100", "vaswani"): "the tokenizer's pad_token_id is 0 and the model's 1",
 }
 
 
@@ -69,14 +69,14 @@ def test_another_models_tokenizer_or_none_is_refused_naming_the_folder(folders, 
     assert MISMATCHES[model, tokenizer] in message, message
 
 
-@pytest.mark.parametrize("architecture", ["vaswani", "marian", "nllb", "mbart", "bart", "t5"])
+@pytest.mark.parametrize("architecture", ["vaswani", "marian", "m2m100", "mbart", "bart", "t5"])
 def test_every_architecture_with_its_own_tokenizer_still_loads(folders, architecture):
     model, tokenizer = load_quietly(folders[architecture])
     assert len(tokenizer) <= model.config.vocab_size
 
 
 def test_inspect_refuses_an_nllb_model_with_mbart_50s_tokenizer_in_one_line(folders, tmp_path, capsys):
-    folder = with_tokenizer_of(folders, "nllb", "mbart", tmp_path)
+    folder = with_tokenizer_of(folders, "m2m100", "mbart", tmp_path)
     capsys.readouterr()
     argv = ["inspect", "El gato negro.", "--model", str(folder), "--direction", "es-en", "--out", str(tmp_path / "o")]
     assert main(argv) == 2

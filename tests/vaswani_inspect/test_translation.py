@@ -13,7 +13,7 @@ from vaswani_inspect.translation import translate_any
 
 @pytest.mark.parametrize("same_size", [False, True])
 def test_our_model_with_nllbs_tokenizer_is_refused(tiny_architecture_folders, tokenizer, same_size):
-    nllb = AutoTokenizer.from_pretrained(tiny_architecture_folders["nllb"])
+    nllb = AutoTokenizer.from_pretrained(tiny_architecture_folders["m2m100"])
     model = tiny_model(len(nllb) if same_size else len(tokenizer))  # (same size: it translated to garbage)
     with pytest.raises(BrokenModelError, match=r"^The tokenizer is not this model's: .*no token >>en<<"):
         translate_any(model, nllb, ["el gato negro"], "es-en")
@@ -23,7 +23,7 @@ def test_our_model_with_nllbs_tokenizer_is_refused(tiny_architecture_folders, to
 def test_an_nllb_model_with_mbart_50s_tokenizer_is_refused(tiny_architecture_folders):
     from transformers import AutoModelForSeq2SeqLM
 
-    model = AutoModelForSeq2SeqLM.from_pretrained(tiny_architecture_folders["nllb"])
+    model = AutoModelForSeq2SeqLM.from_pretrained(tiny_architecture_folders["m2m100"])
     mbart = AutoTokenizer.from_pretrained(tiny_architecture_folders["mbart"])
     with pytest.raises(BrokenModelError, match="the tokenizer has 244 tokens and the model's vocabulary 305"):
         translate_any(model, mbart, ["el gato negro"], "es-en")
