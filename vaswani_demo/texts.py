@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "Named",
     "Offered",
     "Refusal",
+    "ViewNames",
     "choices",
     "decimal",
     "fields_of",
@@ -295,12 +296,36 @@ PAGE: dict[str, dict[str, str]] = {
     },
 }
 
-#: The labels of the controls' values, by language, control and value.
-CHOICES: dict[str, dict[str, dict[str, str]]] = {
+
+class _ViewLabels(Mapping[str, str]):
+    """The labels of the views, {name: label} in one language, read from `vaswani_inspect.views.VIEW_REGISTRY` each
+    time they are asked for: a view added there is offered by the demo without a word written here, and this module
+    still imports nothing when it loads."""
+
+    def __init__(self, language: str) -> None:
+        self.language = language
+
+    def _labels(self) -> dict[str, str]:
+        from vaswani_inspect.views import VIEW_REGISTRY
+
+        return {name: view.label(self.language) for name, view in VIEW_REGISTRY.items()}
+
+    def __getitem__(self, name: str) -> str:
+        return self._labels()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._labels())
+
+    def __len__(self) -> int:
+        return len(self._labels())
+
+
+#: The labels of the controls' values, by language, control and value (the views': their registry entries').
+CHOICES: dict[str, dict[str, Mapping[str, str]]] = {
     "en": {
         "direction": {"es-en": "Spanish → English", "en-es": "English → Spanish"},
         "kind": {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"},
-        "view": {"head": "Head view", "model": "Model view"},
+        "view": _ViewLabels("en"),
         "unit": {"words": "Words, alignment links boxed", "tokens": "Subword tokens"},
         "language": {"es": "Spanish", "en": "English"},
         "method": {
@@ -321,7 +346,7 @@ CHOICES: dict[str, dict[str, dict[str, str]]] = {
             "decoder": "Self-attention del decoder",
             "cross": "Cross-attention",
         },
-        "view": {"head": "Vista de cabezas", "model": "Vista del modelo"},
+        "view": _ViewLabels("es"),
         "unit": {"words": "Palabras, con los enlaces de alineamiento recuadrados", "tokens": "Tokens de subpalabra"},
         "language": {"es": "español", "en": "inglés"},
         "method": {
@@ -412,7 +437,7 @@ MESSAGES: dict[str, dict[str, str]] = {
             "got {value}."
         ),
         "option.unit": 'The heatmap unit must be "words" or "tokens", got {value}.',
-        "option.view": 'The bertviz view must be "head" or "model", got {value}.',
+        "option.view": "The bertviz view must be {views}, got {value}.",
         "option.kind": 'The attention kind must be "encoder", "decoder" or "cross", got {value}.',
         "option.shift": "The shift must be true or false, got {value}.",
         "option.skip_punctuation": "Skip punctuation must be true or false, got {value}.",
@@ -457,8 +482,6 @@ MESSAGES: dict[str, dict[str, str]] = {
             "(null for its default)."
         ),
         "view.title": "bertviz {view}: {kind}",
-        "view.head": "head view",
-        "view.model": "model view",
         # switching heads off
         "ablation.first": "Translate a sentence first: the heads are switched off for that sentence.",
         "ablation.none": "Tick at least one head to switch off.",
@@ -633,7 +656,7 @@ MESSAGES: dict[str, dict[str, str]] = {
             '("1,3"); se recibió {value}.'
         ),
         "option.unit": 'La unidad del mapa de calor debe ser "words" (palabras) o "tokens"; se recibió {value}.',
-        "option.view": 'La vista de bertviz debe ser "head" (cabezas) o "model" (modelo); se recibió {value}.',
+        "option.view": "La vista de bertviz debe ser {views}; se recibió {value}.",
         "option.kind": 'El tipo de atención debe ser "encoder", "decoder" o "cross"; se recibió {value}.',
         "option.shift": "El desplazamiento debe ser true (verdadero) o false (falso); se recibió {value}.",
         "option.skip_punctuation": (
@@ -680,8 +703,6 @@ MESSAGES: dict[str, dict[str, str]] = {
             "envía uno para cada uno (null para su valor por defecto)."
         ),
         "view.title": "bertviz, {view}: {kind}",
-        "view.head": "vista de cabezas",
-        "view.model": "vista del modelo",
         "ablation.first": "Primero traduce una oración: las cabezas se apagan para esa oración.",
         "ablation.none": "Marca al menos una cabeza que quieras apagar.",
         "ablation.kind": 'Tipo de atención desconocido {kind}: elige "encoder", "decoder" o "cross".',
@@ -814,9 +835,30 @@ class Offered:
     def told(self, language: str) -> str:
         lower = _supported(language) == "es"
         labels = [f"{Named(self.control, value, lower=lower).told(language)} ({value})" for value in self.values]
-        if len(labels) < 2:
-            return "".join(labels)
-        return f"{', '.join(labels[:-1])} {MESSAGES[_supported(language)]['or']} {labels[-1]}"
+        return _either(labels, language)
+
+
+class ViewNames:
+    """The registered views' names as one field of a message, '"head" or "model"', each followed by what it means
+    in a language that does not read it as its own word ('"head" (cabezas) o "model" (modelo)': the entries'
+    `glosses`)."""
+
+    def told(self, language: str) -> str:
+        from vaswani_inspect.views import VIEW_REGISTRY
+
+        language = _supported(language)
+        names = [
+            f'"{name}" ({view.glosses[language]})' if language in view.glosses else f'"{name}"'
+            for name, view in VIEW_REGISTRY.items()
+        ]
+        return _either(names, language)
+
+
+def _either(items: list[str], language: str) -> str:
+    """The items as one phrase, "a, b or c", in `language`."""
+    if len(items) < 2:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} {MESSAGES[_supported(language)]['or']} {items[-1]}"
 
 
 class Refusal(ValueError):
@@ -841,7 +883,8 @@ def message(language: str, key: str, **fields: Any) -> str:
     """The run-time message `key` in `language` (English for a language the demo does not speak), its fields
     filled in (a `Named` field with its label in that language)."""
     told = {
-        name: value.told(language) if isinstance(value, (Named, Offered)) else value for name, value in fields.items()
+        name: value.told(language) if isinstance(value, (Named, Offered, ViewNames)) else value
+        for name, value in fields.items()
     }
     return MESSAGES[_supported(language)][key].format(**told)
 
