@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 
 import pytest
 
@@ -63,9 +64,9 @@ def _flat(texts: dict) -> dict[str, dict[str, str]]:
     """{language: {key: text}} for PAGE and MESSAGES, and CHOICES flattened to "control.value" keys."""
     return {
         language: {
-            f"{key}.{value}" if isinstance(labels, dict) else key: label
+            f"{key}.{value}" if isinstance(labels, Mapping) else key: label
             for key, labels in by_key.items()
-            for value, label in (labels.items() if isinstance(labels, dict) else [(None, labels)])
+            for value, label in (labels.items() if isinstance(labels, Mapping) else [(None, labels)])
         }
         for language, by_key in texts.items()
     }
