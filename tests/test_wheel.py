@@ -4,6 +4,7 @@ which extra to install."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -71,6 +72,13 @@ def test_core_install_has_no_extras(core_install):
     assert not names & {"gradio", "matplotlib", "bertviz", "scikit-learn", "scipy", "datasets", "evaluate"}
 
 
+def _printed(bin_dir: Path, script: str, argument: Path, cwd: Path) -> list[str]:
+    """The lines a Python `script` prints in the venv, given one argument; it must succeed."""
+    result = run([str(bin_dir / "python"), "-c", script, str(argument)], cwd, _venv_env())
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout.strip().splitlines()
+
+
 @pytest.mark.skipif(not CHECKPOINT.is_dir(), reason="the shipped checkpoint is not in this checkout")
 def test_core_install_loads_the_shipped_checkpoint_by_path_and_translates(core_install, tmp_path):
     script = (
@@ -82,9 +90,7 @@ def test_core_install_loads_the_shipped_checkpoint_by_path_and_translates(core_i
         "print(tokenizer.batch_decode(model.generate(**batch), skip_special_tokens=True)[0])\n"
         "print(hf_vaswani.__file__)\n"
     )
-    result = run([str(core_install / "python"), "-c", script, str(CHECKPOINT)], tmp_path, _venv_env())
-    assert result.returncode == 0, result.stderr[-3000:]
-    translation, location = result.stdout.strip().splitlines()[-2:]
+    translation, location = _printed(core_install, script, CHECKPOINT, tmp_path)[-2:]
     assert translation == "The cat ate the mouse."
     assert not location.startswith(str(ROOT))  # the installed package, not the checkout
     # After the first process has written the bytecode of what they both import.
@@ -95,6 +101,24 @@ def test_core_install_loads_the_shipped_checkpoint_by_path_and_translates(core_i
     )
     assert translated.returncode == 0, translated.stderr[-3000:]
     assert translated.stdout.strip() == "I'm hungry."
+
+
+def test_core_install_renders_model_cards_from_its_own_templates(core_install, tmp_path):
+    """The templates of model_cards/ travel inside the wheel (as hf_vaswani/model_cards, pyproject.toml)."""
+    script = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from hf_vaswani import VaswaniConfig\n"
+        "from hf_vaswani.marian.cards import write_exported_card\n"
+        "from hf_vaswani.model_card import CARDS\n"
+        "write_exported_card(Path(sys.argv[1]), 'exported', VaswaniConfig(), 0.0, [])\n"
+        "print(json.dumps(sorted(path.name for path in CARDS.iterdir())))\n"
+        "print(CARDS.resolve())\n"
+    )
+    names, location = _printed(core_install, script, tmp_path, tmp_path)[-2:]
+    assert json.loads(names) == sorted(path.name for path in (ROOT / "model_cards").iterdir())
+    assert not location.startswith(str(ROOT))
+    assert (tmp_path / "README.md").read_text(encoding="utf-8").startswith("---\nlibrary_name: transformers\n")
 
 
 #: The commands that must fail in one line in the core install, each with its arguments.

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 from hf_vaswani.languages import LANGUAGE_TOKEN_PATTERN
 from hf_vaswani.source_checks import MAX_UNKNOWN_SHARE, unknown_characters
 from vaswani_inspect.ablation import Head
+from vaswani_inspect.views import view_names
 
-from .settings import KINDS, MAX_CHARS, MEAN, MODEL_ALIGNER, UNITS, VIEWS
-from .texts import Named, Offered, Refusal
+from .settings import KINDS, MAX_CHARS, MEAN, MODEL_ALIGNER, UNITS
+from .texts import Named, Offered, Refusal, ViewNames
 
 if TYPE_CHECKING:
     from .choices import DemoChoices
@@ -87,12 +88,13 @@ def whole_number(value: Any, default: int, low: int, high: int, key: str) -> int
     return number
 
 
-def choice(value: Any, allowed: tuple[str, ...], default: str, key: str) -> str:
-    """`value` when it is one of `allowed` (`default` when empty), else a `Refusal` with message `key`."""
+def choice(value: Any, allowed: tuple[str, ...], default: str, key: str, **fields: Any) -> str:
+    """`value` when it is one of `allowed` (`default` when empty), else a `Refusal` with message `key` (and
+    `fields`, if its message has more than the value)."""
     if value is None or value == "":
         return default
     if not isinstance(value, str) or value not in allowed:
-        raise Refusal(key, value=shown(value))
+        raise Refusal(key, value=shown(value), **fields)
     return value
 
 
@@ -266,9 +268,10 @@ def alignment_options(
 
 
 def view_options(view: Any = None, kind: Any = None) -> dict[str, str]:
-    """The ``/view`` options (empty: the head view of the encoder); `Refusal` for a value not among the choices."""
+    """The ``/view`` options (empty: the head view of the encoder); `Refusal` for a value not among the choices (the
+    views: those of `vaswani_inspect.views.VIEW_REGISTRY`)."""
     return {
-        "view": choice(view, VIEWS, "head", "option.view"),
+        "view": choice(view, view_names(), "head", "option.view", views=ViewNames()),
         "kind": choice(kind, KINDS, "encoder", "option.kind"),
     }
 

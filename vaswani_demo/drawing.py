@@ -1,6 +1,7 @@
 """What the demo draws from an attention record, as plain functions of the record: the cross-attention heatmap with
 its aligned word pairs (`alignment`), the pairs alone (`word_pairs`), the aligned words as lines between the two
-sentences (`alignment_links`) and bertviz's views in a sandboxed iframe (`view`). None of them runs the model.
+sentences (`alignment_links`) and the registered views of `vaswani_inspect.views` (bertviz's) in a sandboxed iframe
+(`view`). None of them runs the model.
 
 The layer, head and shift choices are the controls' values ("0", "mean", "1,3", "model"; left at None, the model's
 configuration that the record carries, or for a model without a trained aligner the demo's starting reading,
@@ -19,10 +20,9 @@ from matplotlib.patches import Rectangle
 from vaswani_inspect.alignment.config import alignment_settings
 from vaswani_inspect.alignment.links import align, alignment_matrix, source_words, target_words, word_lists
 from vaswani_inspect.plots import ANNOTATE_MAX, new_figure, plot_alignment_links, plot_heatmap
-from vaswani_inspect.views import head_view_html, model_view_html
 
 from .checks import head_choice, layer_choice
-from .embed import iframe_html, localised_view, placeholder_html, view_height
+from .embed import iframe_html, localised_view, placeholder_html, view_entry, view_height
 from .figures import label_figure
 from .readings import filled_reading
 from .settings import KINDS, MEAN, MODEL_ALIGNER
@@ -140,16 +140,15 @@ def alignment_links(
 
 
 def view(record: Any, view: str = "head", kind: str = "encoder", language: str = DEFAULT_LANGUAGE) -> str:
-    """The bertviz head or model view of one attention kind, as a sandboxed iframe titled in `language` (the
-    `placeholder` for None)."""
+    """The view `view` (a name of `vaswani_inspect.views.VIEW_REGISTRY`, else the head view) of one attention kind,
+    as a sandboxed iframe titled in `language` (the `placeholder` for None)."""
     if record is None:
         return placeholder(language)
     kind = kind if kind in KINDS else "encoder"
-    view = "model" if view == "model" else "head"
-    page = model_view_html(record, kind) if view == "model" else head_view_html(record, kind)
-    title = message(language, "view.title", view=message(language, f"view.{view}"), kind=Named("kind", kind))
-    page = localised_view(page, language)
-    return iframe_html(page, height=view_height(record, view, kind), title=title)
+    entry = view_entry(view)
+    title = message(language, "view.title", view=Named("view", entry.name, lower=True), kind=Named("kind", kind))
+    page = localised_view(entry.render(record, kind), language)
+    return iframe_html(page, height=view_height(record, entry.name, kind), title=title)
 
 
 def placeholder(language: str = DEFAULT_LANGUAGE) -> str:

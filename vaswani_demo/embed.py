@@ -11,7 +11,9 @@ import html
 import re
 from typing import Any
 
-__all__ = ["iframe_html", "localised_view", "placeholder_html", "view_height"]
+from vaswani_inspect.views import VIEW_REGISTRY, View
+
+__all__ = ["iframe_html", "localised_view", "placeholder_html", "view_entry", "view_height"]
 
 
 def placeholder_html(text: Any) -> str:
@@ -37,28 +39,24 @@ def iframe_html(page: str, *, height: int, title: str) -> str:
 
 
 def view_height(record: Any, view: str, kind: str) -> int:
-    """Iframe height, in pixels, that fits bertviz's drawing of `record` (its own sizes, `head_view.js` and
-    `model_view.js`) plus the page heading; the frame scrolls if the estimate is short."""
-    queries, keys = len(record.query_tokens(kind)), len(record.key_tokens(kind))
-    longest = max(queries, keys)
-    header = 230
-    if view == "model":
-        layers, heads = record.num_layers(kind), record.num_heads(kind)
-        thumbnail = longest * 7 * (12 / heads) + 10
-        drawing = max(layers * thumbnail + 40, longest * 18 + 70)
-        return int(min(header + drawing + 40, 2400))
-    return int(min(header + 70 + longest * 22.5 + 40, 2400))
+    """Iframe height, in pixels, that fits the drawing of `record` by `view` (its entry's
+    `vaswani_inspect.views.View.height`; the head view's for a view not registered); the frame scrolls if the
+    estimate is short."""
+    return int(view_entry(view).height(record, kind))
 
 
-#: The words of the toolkit's bertviz pages (`vaswani_inspect.views`), in Spanish: (pattern, replacement).
+def view_entry(view: Any) -> View:
+    """The entry of `view` in `vaswani_inspect.views.VIEW_REGISTRY`, the head view's for a value that names none:
+    the view the demo draws and embeds."""
+    return VIEW_REGISTRY[view] if isinstance(view, str) and view in VIEW_REGISTRY else VIEW_REGISTRY["head"]
+
+
+#: The words of the toolkit's bertviz pages (`vaswani_inspect.views`), in Spanish: (pattern, replacement). Each
+#: view's own name, in the page's title and headings, comes from its registry entry (`_view_names`).
 _SPANISH_VIEW = (
     (re.compile(r'<html lang="en">'), '<html lang="es">'),
-    (re.compile(r"– head view</title>"), "– vista de cabezas</title>"),
-    (re.compile(r"– model view</title>"), "– vista del modelo</title>"),
     (re.compile(r"<h2>Encoder self-attention \("), "<h2>Self-attention del encoder ("),
     (re.compile(r"<h2>Decoder self-attention \("), "<h2>Self-attention del decoder ("),
-    (re.compile(r"\(head view\)</h2>"), "(vista de cabezas)</h2>"),
-    (re.compile(r"\(model view\)</h2>"), "(vista del modelo)</h2>"),
     (
         re.compile(r'<p class="note">model: ([^<·]*) · direction: ([^<·]*) · token level\.[^<]*</p>'),
         r'<p class="note">modelo: \1 · dirección: \2 · nivel de token. Las filas del decoder y de la cross-attention '
@@ -87,6 +85,17 @@ def localised_view(page: str, language: str) -> str:
     if language == "es":
         for pattern, replacement in _SPANISH_VIEW:
             page = pattern.sub(replacement, page)
+        page = _view_names(page, language)
     # Token labels a little larger than bertviz's 15 / 13 px, for a projector and a phone.
     page = page.replace("TEXT_SIZE = 15", "TEXT_SIZE = 17").replace("TEXT_SIZE = 13", "TEXT_SIZE = 14")
     return page.replace("</head>", _VIEW_STYLE + "</head>", 1)
+
+
+def _view_names(page: str, language: str) -> str:
+    """`page` with each registered view's English name, in its title and section headings ("– head view</title>",
+    "(head view)</h2>"), in `language`."""
+    for view in VIEW_REGISTRY.values():
+        english, told = view.phrase("en"), view.phrase(language)
+        page = page.replace(f"\u2013 {english}</title>", f"\u2013 {told}</title>")
+        page = page.replace(f"({english})</h2>", f"({told})</h2>")
+    return page

@@ -19,6 +19,7 @@ import gradio as gr
 from gradio.i18n import I18nData
 
 from vaswani_inspect.attribution import METHODS
+from vaswani_inspect.views import view_names
 
 from .choices import DemoChoices
 from .components import FIGURE_NAMES, download_buttons, figure
@@ -426,7 +427,7 @@ def _ablation_section(
 def _bertviz_section(i18n: gr.I18n) -> dict[str, gr.components.Component]:
     gr.Markdown(i18n("bertviz.intro"))
     with gr.Row():
-        view = gr.Radio(_choices(i18n, "view", VIEWS), value="head", label=i18n("view.label"), elem_id="view")
+        view = gr.Radio(_choices(i18n, "view", view_names()), value="head", label=i18n("view.label"), elem_id="view")
         kind = gr.Radio(_choices(i18n, "kind", KINDS), value="encoder", label=i18n("kind.label"), elem_id="kind")
     views = gr.HTML(
         placeholder_html(i18n("placeholder")), label=i18n("views.label"), js_on_load=None, elem_id="bertviz"

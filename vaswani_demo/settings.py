@@ -34,7 +34,7 @@ __all__ = [
     "SHARE_FALLBACK",
     "STATE_TTL_SECONDS",
     "UNITS",
-    "VIEWS",
+    "VIEWS",  # noqa: F822 (given by the module's __getattr__)
 ]
 
 #: Longest input, in characters, the demo translates (the model was trained on sentences of at most 64 tokens;
@@ -95,9 +95,9 @@ FAILURE_EXAMPLES: tuple[tuple[str, str], ...] = (
     ("Me senté en el banco de la plaza", "es-en"),
 )
 
-#: The values of the radio buttons (their labels, by language, are `vaswani_demo.texts.CHOICES`).
+#: The values of the radio buttons (their labels, by language, are `vaswani_demo.texts.CHOICES`); the views',
+#: `VIEWS`, are the names of `vaswani_inspect.views.VIEW_REGISTRY` (`__getattr__`).
 KINDS = ("encoder", "decoder", "cross")
-VIEWS = ("head", "model")
 UNITS = ("words", "tokens")
 #: How the ablation panel names a head of one attention kind: layer and head, from 0 ("L0 H1").
 HEAD_LABEL = "L{layer} H{head}"
@@ -126,3 +126,13 @@ MEASUREMENTS_FILE = "explanations.json"
 
 #: Page style (Gradio 6 takes it in `launch`): a long translation must not make the heatmap metres tall.
 APP_CSS = "#alignment-plot img { max-height: 760px; object-fit: contain; }"
+
+
+def __getattr__(name: str) -> object:
+    """`VIEWS`, the registered views' names (`vaswani_inspect.views.view_names`), read from the registry when it is
+    asked for: importing the toolkit here would load it with ``hf-vaswani demo --help``."""
+    if name == "VIEWS":
+        from vaswani_inspect.views import view_names
+
+        return view_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import string
 from collections import ChainMap
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "Named",
     "Offered",
     "Refusal",
+    "ViewNames",
     "choices",
     "decimal",
     "fields_of",
@@ -298,20 +299,12 @@ PAGE: dict[str, dict[str, str]] = {
 }
 
 
-class _MethodTexts(Mapping[str, str]):
-    """One text of every explanation method in one language, by method (`prefix` + name): the method's registry
-    entry carries it (`vaswani_inspect.attribution.registry.Method`, its `label` or `about`), so that a new method
-    brings its own words. Read on each access, so that a method registered after this module is named too."""
+class _Registered(Mapping[str, str]):
+    """Texts in one language read from a registry each time they are asked for (`texts()` builds them), so that a
+    method or view registered after this module loads is named too, and this module imports nothing when it loads."""
 
-    def __init__(self, language: str, part: str, prefix: str = "") -> None:
-        self._language, self._part, self._prefix = language, part, prefix
-
-    def _texts(self) -> dict[str, str]:
-        from vaswani_inspect.attribution.registry import method_entries  # here: this module imports nothing at import
-
-        return {
-            f"{self._prefix}{method.name}": getattr(method, self._part)[self._language] for method in method_entries()
-        }
+    def __init__(self, texts: Callable[[], dict[str, str]]) -> None:
+        self._texts = texts
 
     def __getitem__(self, key: str) -> str:
         return self._texts()[key]
@@ -323,15 +316,39 @@ class _MethodTexts(Mapping[str, str]):
         return len(self._texts())
 
 
-#: The labels of the controls' values, by language, control and value.
+def _method_texts(language: str, part: str, prefix: str = "") -> _Registered:
+    """One text of every explanation method, by method (`prefix` + name): the method's registry entry carries it
+    (`vaswani_inspect.attribution.registry.Method`, its `label` or `about`), so that a new method brings its words."""
+
+    def texts() -> dict[str, str]:
+        from vaswani_inspect.attribution.registry import method_entries
+
+        return {f"{prefix}{method.name}": getattr(method, part)[language] for method in method_entries()}
+
+    return _Registered(texts)
+
+
+def _view_labels(language: str) -> _Registered:
+    """The labels of the views, {name: label}, from `vaswani_inspect.views.VIEW_REGISTRY`: a view added there is
+    offered by the demo without a word written here."""
+
+    def texts() -> dict[str, str]:
+        from vaswani_inspect.views import VIEW_REGISTRY
+
+        return {name: view.label(language) for name, view in VIEW_REGISTRY.items()}
+
+    return _Registered(texts)
+
+
+#: The labels of the controls' values, by language, control and value (methods' and views': their registry entries').
 CHOICES: dict[str, dict[str, Mapping[str, str]]] = {
     "en": {
         "direction": {"es-en": "Spanish → English", "en-es": "English → Spanish"},
         "kind": {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"},
-        "view": {"head": "Head view", "model": "Model view"},
+        "view": _view_labels("en"),
         "unit": {"words": "Words, alignment links boxed", "tokens": "Subword tokens"},
         "language": {"es": "Spanish", "en": "English"},
-        "method": _MethodTexts("en", "label"),
+        "method": _method_texts("en", "label"),
     },
     "es": {
         "direction": {"es-en": "Español → inglés", "en-es": "Inglés → español"},
@@ -340,15 +357,15 @@ CHOICES: dict[str, dict[str, Mapping[str, str]]] = {
             "decoder": "Self-attention del decoder",
             "cross": "Cross-attention",
         },
-        "view": {"head": "Vista de cabezas", "model": "Vista del modelo"},
+        "view": _view_labels("es"),
         "unit": {"words": "Palabras, con los enlaces de alineamiento recuadrados", "tokens": "Tokens de subpalabra"},
         "language": {"es": "español", "en": "inglés"},
-        "method": _MethodTexts("es", "label"),
+        "method": _method_texts("es", "label"),
     },
 }
 
 #: What the demo says at run time, by language and key; `{name}` fields are filled by `message`. The methods'
-#: descriptions, ``method.about.NAME``, come with the methods (`_MethodTexts`, added below the table).
+#: descriptions, ``method.about.NAME``, come with the methods (`_method_texts`, added below the table).
 MESSAGES: dict[str, Mapping[str, str]] = {
     "en": {
         # choices of the layer and head controls
@@ -423,7 +440,7 @@ MESSAGES: dict[str, Mapping[str, str]] = {
             "got {value}."
         ),
         "option.unit": 'The heatmap unit must be "words" or "tokens", got {value}.',
-        "option.view": 'The bertviz view must be "head" or "model", got {value}.',
+        "option.view": "The bertviz view must be {views}, got {value}.",
         "option.kind": 'The attention kind must be "encoder", "decoder" or "cross", got {value}.',
         "option.shift": "The shift must be true or false, got {value}.",
         "option.skip_punctuation": "Skip punctuation must be true or false, got {value}.",
@@ -468,8 +485,6 @@ MESSAGES: dict[str, Mapping[str, str]] = {
             "(null for its default)."
         ),
         "view.title": "bertviz {view}: {kind}",
-        "view.head": "head view",
-        "view.model": "model view",
         # switching heads off
         "ablation.first": "Translate a sentence first: the heads are switched off for that sentence.",
         "ablation.none": "Tick at least one head to switch off.",
@@ -609,7 +624,7 @@ MESSAGES: dict[str, Mapping[str, str]] = {
             '("1,3"); se recibió {value}.'
         ),
         "option.unit": 'La unidad del mapa de calor debe ser "words" (palabras) o "tokens"; se recibió {value}.',
-        "option.view": 'La vista de bertviz debe ser "head" (cabezas) o "model" (modelo); se recibió {value}.',
+        "option.view": "La vista de bertviz debe ser {views}; se recibió {value}.",
         "option.kind": 'El tipo de atención debe ser "encoder", "decoder" o "cross"; se recibió {value}.',
         "option.shift": "El desplazamiento debe ser true (verdadero) o false (falso); se recibió {value}.",
         "option.skip_punctuation": (
@@ -656,8 +671,6 @@ MESSAGES: dict[str, Mapping[str, str]] = {
             "envía uno para cada uno (null para su valor por defecto)."
         ),
         "view.title": "bertviz, {view}: {kind}",
-        "view.head": "vista de cabezas",
-        "view.model": "vista del modelo",
         "ablation.first": "Primero traduce una oración: las cabezas se apagan para esa oración.",
         "ablation.none": "Marca al menos una cabeza que quieras apagar.",
         "ablation.kind": 'Tipo de atención desconocido {kind}: elige "encoder", "decoder" o "cross".',
@@ -734,7 +747,7 @@ MESSAGES: dict[str, Mapping[str, str]] = {
 }
 
 MESSAGES = {
-    language: ChainMap(texts, _MethodTexts(language, "about", "method.about.")) for language, texts in MESSAGES.items()
+    language: ChainMap(texts, _method_texts(language, "about", "method.about.")) for language, texts in MESSAGES.items()
 }
 
 
@@ -760,9 +773,30 @@ class Offered:
     def told(self, language: str) -> str:
         lower = _supported(language) == "es"
         labels = [f"{Named(self.control, value, lower=lower).told(language)} ({value})" for value in self.values]
-        if len(labels) < 2:
-            return "".join(labels)
-        return f"{', '.join(labels[:-1])} {MESSAGES[_supported(language)]['or']} {labels[-1]}"
+        return _either(labels, language)
+
+
+class ViewNames:
+    """The registered views' names as one field of a message, '"head" or "model"', each followed by what it means
+    in a language that does not read it as its own word ('"head" (cabezas) o "model" (modelo)': the entries'
+    `glosses`)."""
+
+    def told(self, language: str) -> str:
+        from vaswani_inspect.views import VIEW_REGISTRY
+
+        language = _supported(language)
+        names = [
+            f'"{name}" ({view.glosses[language]})' if language in view.glosses else f'"{name}"'
+            for name, view in VIEW_REGISTRY.items()
+        ]
+        return _either(names, language)
+
+
+def _either(items: list[str], language: str) -> str:
+    """The items as one phrase, "a, b or c", in `language`."""
+    if len(items) < 2:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} {MESSAGES[_supported(language)]['or']} {items[-1]}"
 
 
 class Refusal(ValueError):
@@ -787,7 +821,8 @@ def message(language: str, key: str, **fields: Any) -> str:
     """The run-time message `key` in `language` (English for a language the demo does not speak), its fields
     filled in (a `Named` field with its label in that language)."""
     told = {
-        name: value.told(language) if isinstance(value, (Named, Offered)) else value for name, value in fields.items()
+        name: value.told(language) if isinstance(value, (Named, Offered, ViewNames)) else value
+        for name, value in fields.items()
     }
     return MESSAGES[_supported(language)][key].format(**told)
 

@@ -14,7 +14,7 @@ from .alignment import align, alignment_settings, describe_alignment, source_wor
 from .heads import attention_rollout, head_statistics, head_statistics_table
 from .plots import plot_alignment, plot_alignment_links, plot_heatmap, plot_layer_grid, save_figure
 from .record import KINDS, AttentionRecord
-from .views import head_view_html, model_view_html, save_html
+from .views import VIEW_REGISTRY, save_html
 
 
 def write_report(
@@ -36,7 +36,8 @@ def write_report(
     kept. Nothing is written when an argument is wrong or a file cannot be written.
 
     Files:
-        `head_view.html`, `model_view.html`: offline bertviz views (encoder, decoder and cross-attention);
+        `head_view.html`, `model_view.html`: offline bertviz views (encoder, decoder and cross-attention), one
+            `{name}_view.html` for each view of `vaswani_inspect.views.VIEW_REGISTRY`;
         `heatmap_{kind}_layer{L}.{fmt}`: each layer's matrix averaged over heads, for the three kinds;
         `heads_{kind}_layer{L}.{fmt}`: every head of each layer (cross-attention only, the alignment heads);
         `heatmap_cross_words.{fmt}`: word-level cross-attention (mean of layers and heads);
@@ -96,8 +97,8 @@ def _write_files(
     """Every file of the report, into the (empty) folder `out`."""
     written: dict[str, Path] = {}
 
-    written["head_view"] = save_html(head_view_html(record), out / "head_view.html")
-    written["model_view"] = save_html(model_view_html(record), out / "model_view.html")
+    for view in VIEW_REGISTRY.values():
+        written[f"{view.name}_view"] = save_html(view.render(record), out / view.file_name)
 
     def figure(name: str, fig) -> None:  # noqa: ANN001
         written[name] = save_figure(fig, out / f"{name}.{image_format}", dpi=dpi)

@@ -22,6 +22,10 @@ then rewrite the HTML they return:
    decoder is silently cut to the encoder's depth, a shallower one raises IndexError, and in the head view the
    head checkboxes follow the encoder's head count. When the shapes differ, `kind="all"` therefore renders one
    bertviz view per attention kind, each with its own layers and heads, on the same page.
+
+Each view is one `View` in `VIEW_REGISTRY` (`register_view`): the report (`vaswani_inspect.report`) writes
+every registered view, and the demo offers, draws and embeds them (`vaswani_demo.drawing.view`), from that entry
+alone.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -124,7 +129,7 @@ def head_view_html(
         arguments = _bertviz_arguments(record, group, decimals)
         return head_view(**arguments, layer=layer, heads=heads, html_action="return").data
 
-    return _page(record, kinds, render, decimals, title, "head view")
+    return _page(record, kinds, render, decimals, title, VIEW_REGISTRY["head"].phrase())
 
 
 def model_view_html(
@@ -148,7 +153,7 @@ def model_view_html(
         arguments = _bertviz_arguments(record, group, decimals)
         return model_view(**arguments, display_mode=display_mode, html_action="return").data
 
-    return _page(record, kinds, render, decimals, title, "model view")
+    return _page(record, kinds, render, decimals, title, VIEW_REGISTRY["model"].phrase())
 
 
 def save_html(text: str, path: str | Path) -> Path:
@@ -157,6 +162,103 @@ def save_html(text: str, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The registry of views
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class View:
+    """One view of an `AttentionRecord`: everything the report and the demo need to show it.
+
+    Attributes:
+        name: its value, a lower-case identifier (``"head"``): the demo's choice, the report's ``{name}_view.html``.
+        render: ``render(record, kind)``, a self-contained HTML page of one record, `kind` being ``"encoder"``,
+            ``"decoder"``, ``"cross"`` or ``"all"`` (the report's, so it is the default).
+        height: ``height(record, kind)``, the pixels an iframe needs to show the page without scrolling (an
+            estimate from the drawing's own sizes).
+        labels: its name as the demo's control shows it, by language (``{"en": "Head view", "es": "Vista de
+            cabezas"}``; ``"en"`` is required and stands in for a missing language). With a lower-case first
+            letter (`phrase`) it names the view inside a sentence and in the page's title.
+        glosses: what `name` means, for each language that does not read it as its own word (``{"es": "cabezas"}``):
+            the demo's refusal of an unknown view lists the names with them.
+    """
+
+    name: str
+    render: Callable[..., str]
+    height: Callable[[AttentionRecord, str], int]
+    labels: Mapping[str, str]
+    glosses: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def file_name(self) -> str:
+        """The file the report writes the view to."""
+        return f"{self.name}_view.html"
+
+    def label(self, language: str = "en") -> str:
+        """The control's label in `language` (English for a language without one)."""
+        return self.labels.get(language, self.labels["en"])
+
+    def phrase(self, language: str = "en") -> str:
+        """The view named inside a sentence: its `label` with a lower-case first letter (``"head view"``)."""
+        label = self.label(language)
+        return label[:1].lower() + label[1:]
+
+
+#: Every view, by name, in the order the report writes them and the demo offers them (the first is the default).
+VIEW_REGISTRY: dict[str, View] = {}
+
+_VIEW_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def register_view(view: View) -> View:
+    """Add `view` to `VIEW_REGISTRY`, after the views already there, and return it. Its name must be new and a
+    lower-case identifier (it becomes a file name and a key of the demo's texts), and it must have an English
+    label."""
+    if not _VIEW_NAME.fullmatch(view.name):
+        raise ValueError(f"A view's name must be a lower-case identifier, got {view.name!r}.")
+    if view.name in VIEW_REGISTRY:
+        raise ValueError(f"A view named {view.name!r} is already registered.")
+    if "en" not in view.labels:
+        raise ValueError(f"The view {view.name!r} has no English label (labels={dict(view.labels)!r}).")
+    VIEW_REGISTRY[view.name] = view
+    return view
+
+
+def view_names() -> tuple[str, ...]:
+    """The names of the registered views, in order."""
+    return tuple(VIEW_REGISTRY)
+
+
+# The iframe heights follow bertviz's own sizes (`head_view.js`, `model_view.js`) plus the page's heading; the
+# frame scrolls if an estimate is short.
+_HEADING_PX = 230
+_MAX_FRAME_PX = 2400
+
+
+def _longest_side(record: AttentionRecord, kind: str) -> int:
+    return max(len(record.query_tokens(kind)), len(record.key_tokens(kind)))
+
+
+def _head_view_height(record: AttentionRecord, kind: str) -> int:
+    return int(min(_HEADING_PX + 70 + _longest_side(record, kind) * 22.5 + 40, _MAX_FRAME_PX))
+
+
+def _model_view_height(record: AttentionRecord, kind: str) -> int:
+    longest = _longest_side(record, kind)
+    thumbnail = longest * 7 * (12 / record.num_heads(kind)) + 10
+    drawing = max(record.num_layers(kind) * thumbnail + 40, longest * 18 + 70)
+    return int(min(_HEADING_PX + drawing + 40, _MAX_FRAME_PX))
+
+
+register_view(
+    View("head", head_view_html, _head_view_height, {"en": "Head view", "es": "Vista de cabezas"}, {"es": "cabezas"})
+)
+register_view(
+    View("model", model_view_html, _model_view_height, {"en": "Model view", "es": "Vista del modelo"}, {"es": "modelo"})
+)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -297,4 +399,14 @@ def _library(name: str) -> str:
     return re.sub(r"</(script)", r"<\\/\1", text, flags=re.IGNORECASE).replace("<!--", "<\\!--")
 
 
-__all__ = ["VIEW_DECIMALS", "head_view_html", "model_view_html", "save_html", "script_safe_json"]
+__all__ = [
+    "VIEW_DECIMALS",
+    "VIEW_REGISTRY",
+    "View",
+    "head_view_html",
+    "model_view_html",
+    "register_view",
+    "save_html",
+    "script_safe_json",
+    "view_names",
+]

@@ -1,6 +1,9 @@
-"""Offline, escaped bertviz pages: static checks, and (marked `browser`) checks in headless Chromium."""
+"""Offline, escaped bertviz pages: static checks, and (marked `browser`) checks in headless Chromium; the registry of
+views, which the report and the demo read (a view registered in a test appears everywhere)."""
 
+import html
 import json
+import os
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -8,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vaswani_inspect import AttentionRecord, extract, head_view_html, model_view_html, save_html
+from vaswani_inspect import AttentionRecord, extract, head_view_html, model_view_html, save_html, write_report
 from vaswani_inspect.testing import tiny_model
+from vaswani_inspect.views import VIEW_REGISTRY, View, register_view, view_names
 
 CHROMIUM = Path("/usr/bin/chromium")
 PAYLOAD = "</script><script>window.__pwned=1</script>"
@@ -95,6 +99,81 @@ def test_bad_view_arguments(record):
         model_view_html(record, display_mode="blue")
     with pytest.raises(ValueError, match="decimals"):
         head_view_html(record, decimals=9)
+
+
+def _probe_page(record: AttentionRecord, kind: str = "all") -> str:
+    """The page of the test's view: it names the record and the kind it was asked for."""
+    return (
+        f"<!DOCTYPE html><html><head><title>{record.source_text} \u2013 probe view</title></head><body>"
+        f"<h2>{kind} attention (probe view)</h2><p>{len(record.source_tokens)} source tokens</p></body></html>"
+    )
+
+
+def _probe_height(record: AttentionRecord, kind: str) -> int:
+    return 300 + 10 * record.num_layers(kind) + len(record.key_tokens(kind))
+
+
+@pytest.fixture
+def probe_view():
+    """A view registered for one test (the steps of docs/extending.md, "Add a view"), removed afterwards."""
+    labels, glosses = {"en": "Probe view", "es": "Vista de prueba"}, {"es": "prueba"}
+    view = register_view(View("probe", _probe_page, _probe_height, labels, glosses))
+    try:
+        yield view
+    finally:
+        del VIEW_REGISTRY["probe"]
+
+
+def test_registering_refuses_a_taken_or_bad_name_and_a_view_without_english():
+    with pytest.raises(ValueError, match="already registered"):
+        register_view(View("head", head_view_html, _probe_height, {"en": "Head view"}))
+    with pytest.raises(ValueError, match="lower-case identifier"):
+        register_view(View("Probe view", _probe_page, _probe_height, {"en": "Probe view"}))
+    with pytest.raises(ValueError, match="no English label"):
+        register_view(View("probe", _probe_page, _probe_height, {"es": "Vista de prueba"}))
+    assert view_names() == ("head", "model")
+
+
+def test_a_registered_view_is_in_the_report(probe_view, record, tmp_path):
+    written = write_report(record, tmp_path / "report", image_format="svg")
+    assert list(written)[:3] == ["head_view", "model_view", "probe_view"]
+    assert written["probe_view"] == tmp_path / "report" / "probe_view.html"
+    assert written["probe_view"].read_text(encoding="utf-8") == _probe_page(record)
+    assert '<a href="probe_view.html">probe_view</a>' in written["index"].read_text(encoding="utf-8")
+
+
+def test_a_registered_view_is_offered_drawn_and_embedded_by_the_demo(probe_view, record, model, tokenizer):
+    pytest.importorskip("gradio")
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    import gradio as gr
+
+    from vaswani_demo import drawing, embed, settings
+    from vaswani_demo.checks import view_options
+    from vaswani_demo.choices import DemoChoices
+    from vaswani_demo.layout import build_layout, page_i18n, page_translations
+    from vaswani_demo.texts import Refusal, choices
+
+    # offered: the page's control and its labels, and the /view endpoint's checks
+    assert settings.VIEWS == ("head", "model", "probe")
+    assert choices("es", "view")[-1] == ("Vista de prueba", "probe")
+    demo_choices = DemoChoices.from_model(model, tokenizer, "tiny")
+    assert page_translations(demo_choices)["en"]["choice.view.probe"] == "Probe view"
+    with gr.Blocks():
+        layout = build_layout(demo_choices, page_i18n(demo_choices))
+    assert [value for _, value in layout.view.choices] == ["head", "model", "probe"]
+    assert view_options("probe", "cross") == {"view": "probe", "kind": "cross"}
+    with pytest.raises(Refusal) as refused:
+        view_options("neuron")
+    assert refused.value.told("en") == 'The bertviz view must be "head", "model" or "probe", got \'neuron\'.'
+    assert '"model" (modelo) o "probe" (prueba); se recibió' in refused.value.told("es")
+
+    # drawn through the dispatch, in the page's language, in a frame of the view's own height
+    frame = drawing.view(record, "probe", "cross", "es")
+    page = html.unescape(re.search(r'srcdoc="([^"]*)"', frame).group(1))
+    assert "<h2>cross attention (vista de prueba)</h2>" in page and "\u2013 vista de prueba</title>" in page
+    assert 'title="bertviz, vista de prueba: Cross-attention"' in frame
+    assert f"height:{_probe_height(record, 'cross')}px" in frame
+    assert embed.view_height(record, "probe", "decoder") == _probe_height(record, "decoder")
 
 
 def test_forty_token_pair_page_size():
