@@ -30,6 +30,7 @@ use it; ``hf-vaswani translate`` does by default (``--no-keep-spans`` turns it o
 
 from __future__ import annotations
 
+import bisect
 import re
 import warnings
 from collections.abc import Callable, Container, Sequence
@@ -44,6 +45,7 @@ __all__ = [
     "Protected",
     "Restored",
     "Span",
+    "check_keep_spans",
     "find_spans",
     "protect",
     "restore",
@@ -63,7 +65,10 @@ YEAR_PLACEHOLDERS = ("1990", "1980", "1970")
 WORD_START = "\u2581"
 
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"]+", re.IGNORECASE)
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+# An e-mail address is found from its "@" (`_email_spans`): a pattern searched from every position would read a
+# long word without "@" again from each of its characters (quadratic in its length).
+_EMAIL_LOCAL = frozenset("._+-")
+_EMAIL_DOMAIN = re.compile(r"[\w-]+(?:\.[\w-]+)+")
 # Digits, with one separator between digit groups: "1.250,50", "10:30", "3,000"; not glued to letters ("3rd").
 _NUMBER = re.compile(r"(?<!\w)\d+(?:[.,:]\d+)*(?!\w)")
 # Numbers the model copies or translates well itself: one or two digits ("4" -> "four"), times ("2:30" -> "las dos
@@ -73,8 +78,10 @@ _YEAR = re.compile(r"\d{4}")
 _WORD = re.compile(r"[^\W\d_]+")
 # What may stand between two capitalised words of one name: "Buenos Aires", "Jean-Luc".
 _NAME_JOINER = re.compile(r"[ -]")
-# Closing punctuation a URL or e-mail address does not end with in running text.
+# Closing punctuation a URL or e-mail address does not end with in running text; a closing bracket is part of
+# the URL when it closes one the URL opened ("https://en.wikipedia.org/wiki/Mercury_(planet)").
 _TRAILING = ".,;:!?)]}'\u00bb\u201d"
+_BRACKETS = {")": "(", "]": "[", "}": "{"}
 #: How many sentences a `KeepSpansWarning` names (then "and N more").
 _REPORTED = 5
 _SENTENCE_END = ".!?\u2026"
@@ -101,6 +108,8 @@ class Protected:
     text: str
     spans: tuple[Span, ...]
     placeholders: tuple[str, ...]
+    #: The spans no placeholder was free for (all of a kind used, or already in the text), left to the model.
+    left: tuple[Span, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -130,17 +139,63 @@ def _is_single_piece(word: str, vocabulary: Container[str]) -> bool:
 
 def _starts_sentence(text: str, position: int) -> bool:
     """Whether only opening punctuation stands between `position` and the text's start or the last sentence end."""
-    before = text[:position].rstrip(_OPENING)
-    return not before or before[-1] in _SENTENCE_END
+    while position > 0 and text[position - 1] in _OPENING:  # (no copy of the text before: linear in all)
+        position -= 1
+    return position == 0 or text[position - 1] in _SENTENCE_END
 
 
-def _overlaps(start: int, end: int, taken: Sequence[Span]) -> bool:
-    return any(start < span.end and span.start < end for span in taken)
+class _Taken:
+    """Spans found so far, sorted and not overlapping: whether a stretch overlaps one of them, in log time."""
+
+    def __init__(self, spans: Sequence[Span] = ()) -> None:
+        self.spans = sorted(spans, key=lambda span: span.start)
+        self.starts = [span.start for span in self.spans]
+
+    def overlaps(self, start: int, end: int) -> bool:
+        i = bisect.bisect_left(self.starts, end)  # the spans that start before `end`: only the last can reach in
+        return i > 0 and self.spans[i - 1].end > start
+
+    def add(self, new: Sequence[Span]) -> None:
+        self.spans = sorted([*self.spans, *new], key=lambda span: span.start)
+        self.starts = [span.start for span in self.spans]
 
 
-def _stripped(match: re.Match[str], kind: str) -> Span:
-    text = match.group().rstrip(_TRAILING)
-    return Span(kind, text, match.start(), match.start() + len(text))
+def _without_trailing(text: str) -> str:
+    """`text` without the closing punctuation of the sentence around it; a bracket it opened stays."""
+    end = len(text)
+    unclosed = {closing: text.count(opening) - text.count(closing) for closing, opening in _BRACKETS.items()}
+    while end and text[end - 1] in _TRAILING:
+        closing = text[end - 1]
+        if closing in unclosed:
+            if unclosed[closing] >= 0:
+                break
+            unclosed[closing] += 1
+        end -= 1
+    return text[:end]
+
+
+def _stripped(kind: str, text: str, start: int) -> Span:
+    text = _without_trailing(text)
+    return Span(kind, text, start, start + len(text))
+
+
+def _email_spans(text: str) -> list[Span]:
+    """The e-mail addresses of `text` (the local part, ``@``, a dotted domain), each ``@`` looked at once: the
+    characters around one ``@`` are read once or twice, so the search is linear in the text's length."""
+    spans: list[Span] = []
+    searched_from = 0  # the end of the last address: the next one starts after it
+    at = text.find("@")
+    while at != -1:
+        start = at
+        while start > searched_from and (text[start - 1].isalnum() or text[start - 1] in _EMAIL_LOCAL):
+            start -= 1
+        domain = _EMAIL_DOMAIN.match(text, at + 1) if start < at else None
+        if domain is not None:
+            span = _stripped("email", text[start : domain.end()], start)
+            spans.append(span)
+            searched_from = domain.end()
+        at = text.find("@", max(at + 1, searched_from))
+    return spans
 
 
 def _is_capitalised(text: str, match: re.Match[str]) -> bool:
@@ -156,10 +211,10 @@ def _is_name_word(match: re.Match[str], vocabulary: Container[str]) -> bool:
     return not _is_single_piece(match.group(), vocabulary)
 
 
-def _name_spans(text: str, vocabulary: Container[str], taken: Sequence[Span]) -> list[Span]:
+def _name_spans(text: str, vocabulary: Container[str], taken: _Taken) -> list[Span]:
     """Runs of capitalised words that are all rare ("Buenos Aires"); a run with a frequent word is a phrase the
     model knows and may have to translate ("Estados Unidos", "Madre Teresa")."""
-    words = [m for m in _WORD.finditer(text) if not _overlaps(m.start(), m.end(), taken)]
+    words = [m for m in _WORD.finditer(text) if not taken.overlaps(m.start(), m.end())]
     runs: list[list[re.Match[str]]] = []
     previous: re.Match[str] | None = None
     for match in words:
@@ -180,16 +235,18 @@ def _name_spans(text: str, vocabulary: Container[str], taken: Sequence[Span]) ->
 def find_spans(text: str, vocabulary: Container[str] | None = None) -> list[Span]:
     """The spans of `text` to keep unchanged, in order: URLs, e-mail addresses, numbers and, when `vocabulary`
     (the tokenizer's token strings, `vocabulary_of`) is given, rare names."""
-    spans: list[Span] = [_stripped(m, "url") for m in _URL.finditer(text)]
-    spans += [_stripped(m, "email") for m in _EMAIL.finditer(text) if not _overlaps(m.start(), m.end(), spans)]
-    spans += [
-        Span("number", m.group(), m.start(), m.end())
-        for m in _NUMBER.finditer(text)
-        if not _SHORT_NUMBER.fullmatch(m.group()) and not _overlaps(m.start(), m.end(), spans)
-    ]
+    taken = _Taken([_stripped("url", m.group(), m.start()) for m in _URL.finditer(text)])
+    taken.add([span for span in _email_spans(text) if not taken.overlaps(span.start, span.end)])
+    taken.add(
+        [
+            Span("number", m.group(), m.start(), m.end())
+            for m in _NUMBER.finditer(text)
+            if not _SHORT_NUMBER.fullmatch(m.group()) and not taken.overlaps(m.start(), m.end())
+        ]
+    )
     if vocabulary is not None:
-        spans += _name_spans(text, vocabulary, spans)
-    return sorted(spans, key=lambda span: span.start)
+        taken.add(_name_spans(text, vocabulary, taken))
+    return list(taken.spans)
 
 
 def _free_placeholders(text: str, candidates: Sequence[str]) -> list[str]:
@@ -223,8 +280,8 @@ def protect(
     """`text` with each span replaced by its own placeholder (a four-digit number by a year, another number by a
     two-digit number, anything else by a name).
 
-    Spans beyond the placeholders available (more than six of a kind, or placeholders already in the text) are
-    left as they are.
+    A number whose pool is used up takes one of the other pool (the text's own "30, 40, ... 80" leave it the
+    years). Spans beyond the placeholders available are left as they are (`Protected.left`).
     """
     free = {
         "number": _free_placeholders(text, number_placeholders),
@@ -234,10 +291,14 @@ def protect(
     pieces: list[str] = []
     kept: list[Span] = []
     placeholders: list[str] = []
+    left: list[Span] = []
     position = 0
     for span in sorted(spans, key=lambda s: s.start):
-        pool = free[_pool_of(span)] or (free["number"] if span.kind == "number" else [])
-        if not pool or span.start < position:
+        pool = free[_pool_of(span)] or (free["number"] or free["year"] if span.kind == "number" else [])
+        if span.start < position:
+            continue
+        if not pool:
+            left.append(span)
             continue
         placeholder = pool.pop(0)
         pieces += [text[position : span.start], placeholder]
@@ -245,7 +306,7 @@ def protect(
         placeholders.append(placeholder)
         position = span.end
     pieces.append(text[position:])
-    return Protected(text, "".join(pieces), tuple(kept), tuple(placeholders))
+    return Protected(text, "".join(pieces), tuple(kept), tuple(placeholders), tuple(left))
 
 
 def restore(translation: str, protected: Protected) -> Restored:
@@ -278,11 +339,51 @@ def _failure_note(label: str, restored: Restored) -> str:
     return f"{label} ({'; '.join(parts)})"
 
 
+def check_keep_spans(keep_spans: Any) -> None:
+    """Refuse a `keep_spans` that is not True or False (``"no"`` would be read as true).
+
+    Raises:
+        TypeError: naming the value.
+    """
+    if not isinstance(keep_spans, bool):
+        raise TypeError(f"keep_spans must be True or False, got {type(keep_spans).__name__} {keep_spans!r:.30}.")
+
+
+def _numbers(text: str) -> list[str]:
+    """The numbers of `text` (digits, with separators between digit groups), each once, in order."""
+    return list(dict.fromkeys(match.group() for match in _NUMBER.finditer(text)))
+
+
+def _unkept_note(label: str, protected: Protected, translation: str) -> str | None:
+    """What the translation of a source did not keep, for a warning: a span left to the model (no placeholder
+    was free) that is not in it as it was, a number of the source that it lacks (a short number or a time the
+    model wrote otherwise), a number in it that the source does not hold; None when it kept everything."""
+    source_numbers, output_numbers = _numbers(protected.original), _numbers(translation)
+    changed = [
+        span.text for span in protected.left if span.kind != "number" and not _occurrences(span.text, translation)
+    ]
+    lost = [number for number in source_numbers if number not in output_numbers]
+    gained = [number for number in output_numbers if number not in source_numbers]
+    parts = [
+        f"{what} {', '.join(repr(t) for t in texts)}"
+        for what, texts in (("changed", changed), ("lost", lost), ("gained", gained))
+        if texts
+    ]
+    return f"{label} ({'; '.join(parts)})" if parts else None
+
+
+def _listed(notes: Sequence[str]) -> str:
+    more = f" and {len(notes) - _REPORTED} more" if len(notes) > _REPORTED else ""
+    return ", ".join(notes[:_REPORTED]) + more
+
+
 def translate_keeping_spans(
     translate_texts: Callable[[list[str], list[str]], list[str]],
     sentences: Sequence[Any],
     vocabulary: Container[str] | None,
     labels: Sequence[str] | None = None,
+    *,
+    cut: Callable[[list[Any], list[str]], list[Any]] | None = None,
 ) -> list[str]:
     """Translate `sentences` with their spans (`find_spans`) kept unchanged.
 
@@ -292,10 +393,14 @@ def translate_keeping_spans(
         vocabulary: the tokenizer's token strings (`vocabulary_of`), to find rare names; None keeps URLs,
             e-mail addresses and numbers only.
         labels: how warnings name the sentences (default "sentence i").
+        cut: cuts the sentences to what the model reads, warning about those it cuts
+            (`hf_vaswani.source_checks.cut_to_model_limit`), before any span is looked for: text the model never
+            reads is not searched.
 
     A sentence whose placeholders the model dropped or repeated gets its translation without the guard, and one
-    `KeepSpansWarning` names every such sentence and span. A sentence without spans, or anything that is not a
-    text (left for `translate_texts` to refuse), is translated as it is.
+    `KeepSpansWarning` names every such sentence and span. Another names every sentence whose translation did
+    not keep all its numbers (or gained one) or changed a span no placeholder was left for. A sentence without
+    spans, or anything that is not a text (left for `translate_texts` to refuse), is translated as it is.
     """
     if isinstance(sentences, str):
         return translate_texts(sentences, labels)  # type: ignore[arg-type]  (for it to refuse, in its words)
@@ -303,31 +408,37 @@ def translate_keeping_spans(
     if labels is not None and (isinstance(labels, str) or len(labels) != len(sentences)):
         return translate_texts(sentences, labels)  # type: ignore[arg-type]  (likewise)
     labels = list(labels) if labels is not None else [f"sentence {i}" for i in range(1, len(sentences) + 1)]
+    if cut is not None:
+        sentences = cut(sentences, labels)
     guarded = [protect(s, find_spans(s, vocabulary)) if isinstance(s, str) else None for s in sentences]
     texts = [g.text if g is not None else s for g, s in zip(guarded, sentences, strict=True)]
     translations = translate_texts(texts, labels)
     results: list[str] = []
     failed: list[int] = []
     notes: list[str] = []
+    unkept: list[str] = []
     for i, (translation, protected) in enumerate(zip(translations, guarded, strict=True)):
-        if protected is None or not protected.spans:
-            results.append(translation)
-            continue
-        restored = restore(translation, protected)
+        restored = restore(translation, protected) if protected is not None else Restored(translation, True)
         results.append(restored.text)
         if not restored.ok:
             failed.append(i)
             notes.append(_failure_note(labels[i], restored))
+        elif protected is not None and (note := _unkept_note(labels[i], protected, restored.text)):
+            unkept.append(note)
     if failed:
         again = translate_texts([sentences[i] for i in failed], [labels[i] for i in failed])
         for i, translation in zip(failed, again, strict=True):
             results[i] = translation
-        more = f" and {len(notes) - _REPORTED} more" if len(notes) > _REPORTED else ""
         warnings.warn(
-            "keep_spans: the model dropped or repeated a placeholder in "
-            + ", ".join(notes[:_REPORTED])
-            + more
-            + "; these sentences were translated without the guard.",
+            f"keep_spans: the model dropped or repeated a placeholder in {_listed(notes)}; these sentences were "
+            "translated without the guard.",
+            KeepSpansWarning,
+            stacklevel=2,
+        )
+    if unkept:
+        warnings.warn(
+            f"keep_spans: the translation of {_listed(unkept)} did not keep every number or name of its source as "
+            "it was: check these.",
             KeepSpansWarning,
             stacklevel=2,
         )
