@@ -213,22 +213,27 @@ def _is_name_word(match: re.Match[str], vocabulary: Container[str]) -> bool:
 
 def _name_spans(text: str, vocabulary: Container[str], taken: _Taken) -> list[Span]:
     """Runs of capitalised words that are all rare ("Buenos Aires"); a run with a frequent word is a phrase the
-    model knows and may have to translate ("Estados Unidos", "Madre Teresa")."""
-    words = [m for m in _WORD.finditer(text) if not taken.overlaps(m.start(), m.end())]
-    runs: list[list[re.Match[str]]] = []
-    previous: re.Match[str] | None = None
-    for match in words:
-        if _is_capitalised(text, match):
-            joined = previous is not None and runs and runs[-1][-1] is previous
-            if joined and _NAME_JOINER.fullmatch(text[previous.end() : match.start()]):
-                runs[-1].append(match)
-            else:
-                runs.append([match])
-        previous = match
-    spans = []
-    for run in runs:
-        if all(_is_name_word(match, vocabulary) for match in run):
-            spans.append(Span("name", text[run[0].start() : run[-1].end()], run[0].start(), run[-1].end()))
+    model knows and may have to translate ("Estados Unidos", "Madre Teresa"). One pass over the words, keeping
+    only the run being read."""
+    spans: list[Span] = []
+    run: list[int] = []  # [start, end] of the run of capitalised words being read
+    rare = False  # whether every word of that run is rare
+    previous_end = -1  # where the last word read ended (-1: the last word was not capitalised)
+    for match in _WORD.finditer(text):
+        if taken.overlaps(match.start(), match.end()):
+            continue
+        if not _is_capitalised(text, match):
+            previous_end = -1
+            continue
+        if run and previous_end == run[1] and _NAME_JOINER.fullmatch(text[previous_end : match.start()]):
+            run[1], rare = match.end(), rare and _is_name_word(match, vocabulary)
+        else:
+            if run and rare:
+                spans.append(Span("name", text[run[0] : run[1]], run[0], run[1]))
+            run, rare = [match.start(), match.end()], _is_name_word(match, vocabulary)
+        previous_end = match.end()
+    if run and rare:
+        spans.append(Span("name", text[run[0] : run[1]], run[0], run[1]))
     return spans
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import signal
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -75,6 +76,9 @@ def _stopped_like_ctrl_c() -> Iterator[None]:
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
+    if threading.current_thread() is not threading.main_thread():  # (only the main thread may set a handler)
+        yield
+        return
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         yield
