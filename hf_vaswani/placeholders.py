@@ -3,17 +3,17 @@
 A small model trained on short sentences copies badly what it rarely saw: the shipped checkpoint turns "764884"
 into "766484" and "Aisha" into "They", because it reads a long number digit by digit and a rare name as pieces of
 other words. The guard takes such spans out of the source, puts in their place a placeholder the model copies
-(a frequent name, or a two-digit number for a number), translates, and puts the original spans back where the
-placeholders came out:
+(a frequent name, a two-digit number for a number, a time for a time), translates, and puts the original spans
+back where the placeholders came out:
 
     "Tengo 764884 euros."  ->  "Tengo 30 euros."  ->  "I have 30 euros."  ->  "I have 764884 euros."
 
 `find_spans` finds the spans (`Span`):
 
 - URLs and e-mail addresses;
-- numbers of three digits or more, or with ``.`` or ``,`` between digit groups (``1982``, ``1.250,50``, ``3,5``);
-  one- and two-digit numbers and times (``2:30``) are left to the model, which copies or translates them well ("4" ->
-  "four", "2:30" -> "las dos y media");
+- numbers of two digits or more, or with ``.`` or ``,`` between digit groups (``45``, ``1982``, ``1.250,50``,
+  ``3,5``), and times (``18:45``, which the model turns into "185"); one-digit numbers are left to the model, which
+  copies them or writes them as words ("7" -> "seven");
 - names: a capitalised word that does not start a sentence and that the tokenizer does not hold as one piece (rare
   in its training data), with the capitalised words next to it when they are all rare ("Buenos Aires"; not
   "Estados Unidos", a phrase the model knows and translates). A name that starts a sentence is not found: it
@@ -21,8 +21,9 @@ placeholders came out:
 
 `protect` replaces them; `restore` puts them back and says what went wrong when the model dropped or repeated a
 placeholder. `translate_keeping_spans` does the three around any translate function; when a placeholder did not
-come back exactly once, that sentence is translated again without the guard and a `KeepSpansWarning` names it: the
-guard never invents or loses text silently.
+come back exactly once, that sentence is translated again without the guard and a `KeepSpansWarning` names it, and
+another names every sentence whose translation lost or gained a number, or changed a span no placeholder was left
+for: the guard never invents or loses text silently.
 
 `hf_vaswani.inference.translate(..., keep_spans=True)` and `CTranslate2Translator.translate(..., keep_spans=True)`
 use it; ``hf-vaswani translate`` does by default (``--no-keep-spans`` turns it off).
@@ -40,6 +41,7 @@ from typing import Any
 __all__ = [
     "NAME_PLACEHOLDERS",
     "NUMBER_PLACEHOLDERS",
+    "TIME_PLACEHOLDERS",
     "YEAR_PLACEHOLDERS",
     "KeepSpansWarning",
     "Protected",
@@ -60,6 +62,8 @@ NAME_PLACEHOLDERS = ("Tom", "Mary", "John", "Boston", "Alice", "Paris")
 NUMBER_PLACEHOLDERS = ("30", "40", "50", "60", "70", "80")
 #: Stand-ins for four-digit numbers (mostly years: "en 30" would lose "en" or gain "años"), copied as well.
 YEAR_PLACEHOLDERS = ("1990", "1980", "1970")
+#: Stand-ins for times: times the model copies in both directions ("20:00"; "10:30" may come out "diez y media").
+TIME_PLACEHOLDERS = ("20:00", "22:00", "19:00", "16:00")
 
 #: The word piece prefix of SentencePiece vocabularies (ours and Marian's): "▁Tom" is "Tom" after a space.
 WORD_START = "\u2581"
@@ -71,9 +75,10 @@ _EMAIL_LOCAL = frozenset("._+-")
 _EMAIL_DOMAIN = re.compile(r"[\w-]+(?:\.[\w-]+)+")
 # Digits, with one separator between digit groups: "1.250,50", "10:30", "3,000"; not glued to letters ("3rd").
 _NUMBER = re.compile(r"(?<!\w)\d+(?:[.,:]\d+)*(?!\w)")
-# Numbers the model copies or translates well itself: one or two digits ("4" -> "four"), times ("2:30" -> "las dos
-# y media"); longer ones it changes ("1982" -> "1922").
-_SHORT_NUMBER = re.compile(r"\d{1,2}|\d{1,2}:\d{2}")
+# Numbers the model copies or writes as a word itself: one digit ("4" -> "four"); longer ones it changes ("1982" ->
+# "1922", "45" -> "455").
+_SHORT_NUMBER = re.compile(r"\d")
+_TIME = re.compile(r"\d{1,2}:\d{2}")
 _YEAR = re.compile(r"\d{4}")
 _WORD = re.compile(r"[^\W\d_]+")
 # What may stand between two capitalised words of one name: "Buenos Aires", "Jean-Luc".
@@ -91,7 +96,7 @@ _OPENING = "\u00bf\u00a1\"'\u00ab\u201c([{-\u2014 \t\n"
 @dataclass(frozen=True)
 class Span:
     """A stretch of a source kept as it is: ``text == source[start:end]``; `kind` is ``"url"``, ``"email"``,
-    ``"number"`` or ``"name"``."""
+    ``"number"``, ``"time"`` or ``"name"``."""
 
     kind: str
     text: str
@@ -244,7 +249,7 @@ def find_spans(text: str, vocabulary: Container[str] | None = None) -> list[Span
     taken.add([span for span in _email_spans(text) if not taken.overlaps(span.start, span.end)])
     taken.add(
         [
-            Span("number", m.group(), m.start(), m.end())
+            Span("time" if _TIME.fullmatch(m.group()) else "number", m.group(), m.start(), m.end())
             for m in _NUMBER.finditer(text)
             if not _SHORT_NUMBER.fullmatch(m.group()) and not taken.overlaps(m.start(), m.end())
         ]
@@ -269,6 +274,8 @@ def _occurrences(placeholder: str, text: str) -> list[re.Match[str]]:
 
 
 def _pool_of(span: Span) -> str:
+    if span.kind == "time":
+        return "time"
     if span.kind != "number":
         return "other"
     return "year" if _YEAR.fullmatch(span.text) else "number"
@@ -281,16 +288,19 @@ def protect(
     name_placeholders: Sequence[str] = NAME_PLACEHOLDERS,
     number_placeholders: Sequence[str] = NUMBER_PLACEHOLDERS,
     year_placeholders: Sequence[str] = YEAR_PLACEHOLDERS,
+    time_placeholders: Sequence[str] = TIME_PLACEHOLDERS,
 ) -> Protected:
     """`text` with each span replaced by its own placeholder (a four-digit number by a year, another number by a
-    two-digit number, anything else by a name).
+    two-digit number, a time by a time, anything else by a name).
 
-    A number whose pool is used up takes one of the other pool (the text's own "30, 40, ... 80" leave it the
-    years). Spans beyond the placeholders available are left as they are (`Protected.left`).
+    A span that is itself a placeholder ("30", "Tom") stays as it is: the model copies it. A number whose pool
+    is used up takes one of the other pool (the text's own "30, 40, ... 80" leave it the years). Spans beyond
+    the placeholders available are left as they are (`Protected.left`).
     """
     free = {
         "number": _free_placeholders(text, number_placeholders),
         "year": _free_placeholders(text, year_placeholders),
+        "time": _free_placeholders(text, time_placeholders),
         "other": _free_placeholders(text, name_placeholders),
     }
     pieces: list[str] = []
@@ -298,10 +308,16 @@ def protect(
     placeholders: list[str] = []
     left: list[Span] = []
     position = 0
+    own = {
+        "number": set(number_placeholders),
+        "year": set(year_placeholders),
+        "time": set(time_placeholders),
+        "other": set(name_placeholders),
+    }
     for span in sorted(spans, key=lambda s: s.start):
         pool = free[_pool_of(span)] or (free["number"] or free["year"] if span.kind == "number" else [])
-        if span.start < position:
-            continue
+        if span.start < position or span.text in own[_pool_of(span)]:
+            continue  # (a placeholder in the text is what the model copies: it stays as it is)
         if not pool:
             left.append(span)
             continue
@@ -365,7 +381,9 @@ def _unkept_note(label: str, protected: Protected, translation: str) -> str | No
     model wrote otherwise), a number in it that the source does not hold; None when it kept everything."""
     source_numbers, output_numbers = _numbers(protected.original), _numbers(translation)
     changed = [
-        span.text for span in protected.left if span.kind != "number" and not _occurrences(span.text, translation)
+        span.text
+        for span in protected.left
+        if span.kind not in ("number", "time") and not _occurrences(span.text, translation)
     ]
     lost = [number for number in source_numbers if number not in output_numbers]
     gained = [number for number in output_numbers if number not in source_numbers]
@@ -382,6 +400,23 @@ def _listed(notes: Sequence[str]) -> str:
     return ", ".join(notes[:_REPORTED]) + more
 
 
+def _restore_into(results: list[str], i: int, protected: Protected) -> bool:
+    """Put the spans of `protected` back into ``results[i]`` (its translation); False (and nothing changed) when
+    the model dropped or repeated a placeholder."""
+    restored = restore(results[i], protected)
+    results[i] = restored.text
+    return restored.ok
+
+
+#: The placeholders of the second try, for a sentence whose first ones the model lost: each list from its end.
+_SECOND_TRY = {
+    "name_placeholders": NAME_PLACEHOLDERS[::-1],
+    "number_placeholders": NUMBER_PLACEHOLDERS[::-1],
+    "year_placeholders": YEAR_PLACEHOLDERS[::-1],
+    "time_placeholders": TIME_PLACEHOLDERS[::-1],
+}
+
+
 def translate_keeping_spans(
     translate_texts: Callable[[list[str], list[str]], list[str]],
     sentences: Sequence[Any],
@@ -394,7 +429,8 @@ def translate_keeping_spans(
 
     Args:
         translate_texts: translates a list of texts; called as ``translate_texts(texts, labels)``, once for all
-            sentences and once more for those whose placeholders did not come back.
+            sentences, once more for those whose placeholders did not come back (with other placeholders), and
+            once for those whose placeholders were lost twice (without them).
         vocabulary: the tokenizer's token strings (`vocabulary_of`), to find rare names; None keeps URLs,
             e-mail addresses and numbers only.
         labels: how warnings name the sentences (default "sentence i").
@@ -402,8 +438,9 @@ def translate_keeping_spans(
             (`hf_vaswani.source_checks.cut_to_model_limit`), before any span is looked for: text the model never
             reads is not searched.
 
-    A sentence whose placeholders the model dropped or repeated gets its translation without the guard, and one
-    `KeepSpansWarning` names every such sentence and span. Another names every sentence whose translation did
+    A sentence whose placeholders the model dropped or repeated is translated again with other placeholders; when
+    they are lost again, it gets its translation without the guard, and one `KeepSpansWarning` names every such
+    sentence and span. Another names every sentence whose translation did
     not keep all its numbers (or gained one) or changed a span no placeholder was left for. A sentence without
     spans, or anything that is not a text (left for `translate_texts` to refuse), is translated as it is.
     """
@@ -415,31 +452,33 @@ def translate_keeping_spans(
     labels = list(labels) if labels is not None else [f"sentence {i}" for i in range(1, len(sentences) + 1)]
     if cut is not None:
         sentences = cut(sentences, labels)
-    guarded = [protect(s, find_spans(s, vocabulary)) if isinstance(s, str) else None for s in sentences]
+    spans = [find_spans(s, vocabulary) if isinstance(s, str) else [] for s in sentences]
+    guarded = [protect(s, found) if isinstance(s, str) else None for s, found in zip(sentences, spans, strict=True)]
     texts = [g.text if g is not None else s for g, s in zip(guarded, sentences, strict=True)]
-    translations = translate_texts(texts, labels)
-    results: list[str] = []
-    failed: list[int] = []
-    notes: list[str] = []
-    unkept: list[str] = []
-    for i, (translation, protected) in enumerate(zip(translations, guarded, strict=True)):
-        restored = restore(translation, protected) if protected is not None else Restored(translation, True)
-        results.append(restored.text)
-        if not restored.ok:
-            failed.append(i)
-            notes.append(_failure_note(labels[i], restored))
-        elif protected is not None and (note := _unkept_note(labels[i], protected, restored.text)):
-            unkept.append(note)
-    if failed:
-        again = translate_texts([sentences[i] for i in failed], [labels[i] for i in failed])
+    results = translate_texts(texts, labels)
+    failed = [i for i, g in enumerate(guarded) if g is not None and not _restore_into(results, i, g)]
+    if failed:  # a second try, with other placeholders: the model may keep "Paris" where it dropped "Tom"
+        retried = {i: protect(sentences[i], spans[i], **_SECOND_TRY) for i in failed}
+        again = translate_texts([retried[i].text for i in failed], [labels[i] for i in failed])
         for i, translation in zip(failed, again, strict=True):
-            results[i] = translation
+            results[i], guarded[i] = translation, retried[i]
+        failed = [i for i in failed if not _restore_into(results, i, retried[i])]
+    if failed:
+        notes = [_failure_note(labels[i], restore(results[i], retried[i])) for i in failed]
+        plain = translate_texts([sentences[i] for i in failed], [labels[i] for i in failed])
+        for i, translation in zip(failed, plain, strict=True):
+            results[i], guarded[i] = translation, None
         warnings.warn(
             f"keep_spans: the model dropped or repeated a placeholder in {_listed(notes)}; these sentences were "
             "translated without the guard.",
             KeepSpansWarning,
             stacklevel=2,
         )
+    unkept = [
+        note
+        for i, protected in enumerate(guarded)
+        if protected is not None and (note := _unkept_note(labels[i], protected, results[i]))
+    ]
     if unkept:
         warnings.warn(
             f"keep_spans: the translation of {_listed(unkept)} did not keep every number or name of its source as "

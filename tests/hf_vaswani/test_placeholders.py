@@ -33,10 +33,11 @@ def spans_of(vocabulary):
 
 def test_several_numbers_with_separators_are_each_one_span(spans_of):
     text = "Pagué 1.250,50 euros el 3/4 de 1982 a las 10:30, y 3,000 más: 764884 o 2.5."
-    # Short numbers and times are the model's to translate ("4" -> "four", "2:30" -> "las dos y media").
+    # One-digit numbers are the model's to translate ("4" -> "four"); times have placeholders of their own.
     assert spans_of(text) == [
         ("number", "1.250,50"),
         ("number", "1982"),
+        ("time", "10:30"),
         ("number", "3,000"),
         ("number", "764884"),
         ("number", "2.5"),
@@ -82,10 +83,13 @@ def test_protect_and_restore_give_back_every_span_in_its_place(vocabulary):
 
 
 def test_placeholders_already_in_the_source_are_not_used(vocabulary):
-    text = "Tom gave 30 euros to Aisha on day 700."
+    text = "Tom gave 30 euros to Aisha on day 700 at 18:45, not 20:00."
     protected = protect(text, find_spans(text, vocabulary))
-    assert protected.text == "Tom gave 30 euros to Mary on day 40."
-    assert restore("Tom le dio 30 euros a Mary el día 40.", protected).text == "Tom le dio 30 euros a Aisha el día 700."
+    assert protected.text == "Tom gave 30 euros to Mary on day 40 at 22:00, not 20:00."  # "30": copied as it is
+    assert (
+        restore("Tom le dio 30 euros a Mary el día 40 a las 22:00, no 20:00.", protected).text
+        == "Tom le dio 30 euros a Aisha el día 700 a las 18:45, no 20:00."
+    )
 
 
 def test_a_placeholder_inside_a_longer_number_or_word_is_not_a_placeholder(vocabulary):
@@ -103,22 +107,34 @@ def test_a_dropped_or_repeated_placeholder_is_reported_and_nothing_is_replaced(v
     assert not repeated.ok and [s.text for s in repeated.repeated] == ["764884"]
 
 
-def test_a_sentence_whose_placeholder_is_lost_is_translated_without_the_guard_and_named(vocabulary):
+def test_a_sentence_whose_placeholder_is_lost_is_tried_again_with_others(vocabulary):
     calls = []
 
-    def fake_translate(texts, labels):
+    def drops_tom(texts, labels):
         calls.append(list(texts))
-        # Drops the name placeholder of the first sentence; copies the rest.
-        return [t.replace("Tom ", "") if t.startswith("Ahora Tom") else t for t in texts]
+        return [t.replace("Tom ", "") for t in texts]
 
     sentences = ["Ahora Aisha tiene 764884 euros.", "Tengo 125 gatos.", "el gato negro"]
-    with pytest.warns(KeepSpansWarning, match=r"sentence 1 \(dropped 'Aisha'\)"):
-        result = translate_keeping_spans(fake_translate, sentences, vocabulary)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = translate_keeping_spans(drops_tom, sentences, vocabulary)
     assert calls == [
         ["Ahora Tom tiene 30 euros.", "Tengo 30 gatos.", "el gato negro"],
-        ["Ahora Aisha tiene 764884 euros."],
+        ["Ahora Paris tiene 80 euros."],  # the second try: each list of placeholders from its end
     ]
     assert result == ["Ahora Aisha tiene 764884 euros.", "Tengo 125 gatos.", "el gato negro"]
+
+
+def test_a_sentence_whose_placeholder_is_lost_twice_is_translated_without_the_guard_and_named(vocabulary):
+    calls = []
+
+    def drops_names(texts, labels):
+        calls.append(list(texts))
+        return [t.replace("Tom ", "").replace("Paris ", "") for t in texts]
+
+    with pytest.warns(KeepSpansWarning, match=r"sentence 1 \(dropped 'Aisha'\); these sentences were translated"):
+        result = translate_keeping_spans(drops_names, ["Ahora Aisha tiene 764884 euros."], vocabulary)
+    assert calls[2] == ["Ahora Aisha tiene 764884 euros."] and result == ["Ahora Aisha tiene 764884 euros."]
 
 
 def test_no_warning_when_every_placeholder_comes_back(vocabulary):
