@@ -294,8 +294,8 @@ def protect(
     two-digit number, a time by a time, anything else by a name).
 
     A span that is itself a placeholder ("30", "Tom") stays as it is: the model copies it. A number whose pool
-    is used up takes one of the other pool (the text's own "30, 40, ... 80" leave it the years). Spans beyond
-    the placeholders available are left as they are (`Protected.left`).
+    is used up takes one of the other pool (the text's own "30, 40, ... 80" leave it the years). Other spans
+    beyond the placeholders available are left as they are (`Protected.left`).
     """
     free = {
         "number": _free_placeholders(text, number_placeholders),
@@ -303,31 +303,25 @@ def protect(
         "time": _free_placeholders(text, time_placeholders),
         "other": _free_placeholders(text, name_placeholders),
     }
-    pieces: list[str] = []
-    kept: list[Span] = []
-    placeholders: list[str] = []
-    left: list[Span] = []
-    position = 0
-    own = {
-        "number": set(number_placeholders),
-        "year": set(year_placeholders),
-        "time": set(time_placeholders),
-        "other": set(name_placeholders),
-    }
+    own = set(number_placeholders) | set(year_placeholders) | set(time_placeholders) | set(name_placeholders)
+    ordered: list[Span] = []
     for span in sorted(spans, key=lambda s: s.start):
+        if not ordered or span.start >= ordered[-1].end:  # (overlapping spans: the first one)
+            ordered.append(span)
+    chosen: dict[Span, str] = {}
+    for span in [s for s in ordered if s.text not in own]:  # ("30", "Tom": the model copies them as they are)
         pool = free[_pool_of(span)] or (free["number"] or free["year"] if span.kind == "number" else [])
-        if span.start < position or span.text in own[_pool_of(span)]:
-            continue  # (a placeholder in the text is what the model copies: it stays as it is)
-        if not pool:
-            left.append(span)
-            continue
-        placeholder = pool.pop(0)
+        if pool:
+            chosen[span] = pool.pop(0)
+    pieces: list[str] = []
+    position = 0
+    for span, placeholder in sorted(chosen.items(), key=lambda item: item[0].start):
         pieces += [text[position : span.start], placeholder]
-        kept.append(span)
-        placeholders.append(placeholder)
         position = span.end
     pieces.append(text[position:])
-    return Protected(text, "".join(pieces), tuple(kept), tuple(placeholders), tuple(left))
+    kept = tuple(sorted(chosen, key=lambda span: span.start))
+    left = tuple(span for span in ordered if span not in chosen and span.text not in own)
+    return Protected(text, "".join(pieces), kept, tuple(chosen[span] for span in kept), left)
 
 
 def restore(translation: str, protected: Protected) -> Restored:
@@ -408,13 +402,17 @@ def _restore_into(results: list[str], i: int, protected: Protected) -> bool:
     return restored.ok
 
 
-#: The placeholders of the second try, for a sentence whose first ones the model lost: each list from its end.
-_SECOND_TRY = {
-    "name_placeholders": NAME_PLACEHOLDERS[::-1],
-    "number_placeholders": NUMBER_PLACEHOLDERS[::-1],
-    "year_placeholders": YEAR_PLACEHOLDERS[::-1],
-    "time_placeholders": TIME_PLACEHOLDERS[::-1],
-}
+def _second_try(first: Protected) -> dict[str, list[str]]:
+    """The placeholders of the second try of a sentence whose first ones (`first`) the model lost: each list with
+    the ones the first try used moved to its end."""
+    lists = {
+        "name_placeholders": NAME_PLACEHOLDERS,
+        "number_placeholders": NUMBER_PLACEHOLDERS,
+        "year_placeholders": YEAR_PLACEHOLDERS,
+        "time_placeholders": TIME_PLACEHOLDERS,
+    }
+    used = set(first.placeholders)
+    return {name: sorted(candidates, key=lambda c: c in used) for name, candidates in lists.items()}
 
 
 def translate_keeping_spans(
@@ -457,8 +455,8 @@ def translate_keeping_spans(
     texts = [g.text if g is not None else s for g, s in zip(guarded, sentences, strict=True)]
     results = translate_texts(texts, labels)
     failed = [i for i, g in enumerate(guarded) if g is not None and not _restore_into(results, i, g)]
-    if failed:  # a second try, with other placeholders: the model may keep "Paris" where it dropped "Tom"
-        retried = {i: protect(sentences[i], spans[i], **_SECOND_TRY) for i in failed}
+    if failed:  # a second try, with other placeholders: the model may keep "Mary" where it dropped "Tom"
+        retried = {i: protect(sentences[i], spans[i], **_second_try(guarded[i])) for i in failed}
         again = translate_texts([retried[i].text for i in failed], [labels[i] for i in failed])
         for i, translation in zip(failed, again, strict=True):
             results[i], guarded[i] = translation, retried[i]

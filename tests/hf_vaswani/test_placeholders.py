@@ -85,7 +85,7 @@ def test_protect_and_restore_give_back_every_span_in_its_place(vocabulary):
 def test_placeholders_already_in_the_source_are_not_used(vocabulary):
     text = "Tom gave 30 euros to Aisha on day 700 at 18:45, not 20:00."
     protected = protect(text, find_spans(text, vocabulary))
-    assert protected.text == "Tom gave 30 euros to Mary on day 40 at 22:00, not 20:00."  # "30": copied as it is
+    assert protected.text == "Tom gave 30 euros to Mary on day 40 at 22:00, not 20:00."  # "30": the model copies it
     assert (
         restore("Tom le dio 30 euros a Mary el día 40 a las 22:00, no 20:00.", protected).text
         == "Tom le dio 30 euros a Aisha el día 700 a las 18:45, no 20:00."
@@ -120,7 +120,7 @@ def test_a_sentence_whose_placeholder_is_lost_is_tried_again_with_others(vocabul
         result = translate_keeping_spans(drops_tom, sentences, vocabulary)
     assert calls == [
         ["Ahora Tom tiene 30 euros.", "Tengo 30 gatos.", "el gato negro"],
-        ["Ahora Paris tiene 80 euros."],  # the second try: each list of placeholders from its end
+        ["Ahora Mary tiene 40 euros."],  # the second try: the placeholders the first one used go last
     ]
     assert result == ["Ahora Aisha tiene 764884 euros.", "Tengo 125 gatos.", "el gato negro"]
 
@@ -130,7 +130,7 @@ def test_a_sentence_whose_placeholder_is_lost_twice_is_translated_without_the_gu
 
     def drops_names(texts, labels):
         calls.append(list(texts))
-        return [t.replace("Tom ", "").replace("Paris ", "") for t in texts]
+        return [t.replace("Tom ", "").replace("Mary ", "") for t in texts]
 
     with pytest.warns(KeepSpansWarning, match=r"sentence 1 \(dropped 'Aisha'\); these sentences were translated"):
         result = translate_keeping_spans(drops_names, ["Ahora Aisha tiene 764884 euros."], vocabulary)
