@@ -42,6 +42,6 @@ def test_every_commands_warnings_show_the_escapes(capsys):
     from hf_vaswani.source_checks import UnknownCharactersWarning
 
     with _one_line_warnings("inspect"):
-        warnings.warn(f"characters the model has never seen: sentence 1 ({ESCAPES})", UnknownCharactersWarning)
+        warnings.warn(f"never seen: sentence 1 ({ESCAPES})", UnknownCharactersWarning, stacklevel=1)
     err = capsys.readouterr().err
     assert err.startswith("hf-vaswani inspect: warning:") and "\\x1b]0;owned\\x07" in err and "\x1b" not in err
