@@ -20,6 +20,7 @@ from importlib.metadata import entry_points
 
 from .commands import missing_extra
 from .runtime import keep_freed_memory
+from .terminal import for_terminal
 
 __all__ = ["BUILTIN_COMMANDS", "ENTRY_POINT_GROUP", "build_parser", "main"]
 
@@ -48,7 +49,7 @@ class _Parser(argparse.ArgumentParser):
     """An `argparse.ArgumentParser` whose usage errors are one line (exit code 2), pointing to ``--help``."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {for_terminal(message)} (see {self.prog} --help)\n")
 
 
 def command_modules() -> dict[str, list[str]]:
@@ -109,10 +110,6 @@ def _library_user_errors() -> tuple[type[BaseException], ...]:
     return (error,) if isinstance(error, type) and issubclass(error, BaseException) else ()
 
 
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
 @contextlib.contextmanager
 def _one_line_warnings(command: str) -> Iterator[None]:
     """Show the warnings of our packages (malformed input lines, skipped checkpoints) as one line each,
@@ -121,7 +118,7 @@ def _one_line_warnings(command: str) -> Iterator[None]:
 
     def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
         if category.__module__.split(".")[0] in ("hf_vaswani", "vaswani_inspect", "vaswani_demo"):
-            print(f"hf-vaswani {command}: warning: {_one_line(str(message))}", file=sys.stderr)
+            print(f"hf-vaswani {command}: warning: {for_terminal(str(message))}", file=sys.stderr)
         else:
             original(message, category, filename, lineno, file, line)
 
@@ -176,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .inference import describe_load_error
 
             error = describe_load_error(error)
-        print(f"hf-vaswani {args.command}: error: {_one_line(str(error))}", file=sys.stderr)
+        print(f"hf-vaswani {args.command}: error: {for_terminal(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"hf-vaswani {args.command}: interrupted", file=sys.stderr)

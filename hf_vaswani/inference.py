@@ -208,7 +208,8 @@ def translate(
     Everything is checked before the first sentence is translated.
 
     Raises:
-        TypeError: `sentences` (or `labels`) is one text instead of a list of texts.
+        TypeError: `sentences` (or `labels`) is one text instead of a list of texts, or `keep_spans` is not
+            True or False.
         ValueError: on an unknown direction, no sentences, an empty sentence, a sentence most of whose
             characters the tokenizer does not know (`check_known_characters`), a batch size below 1, a beam
             size or maximum length the model cannot generate with, or a length penalty that is not a finite
@@ -218,8 +219,12 @@ def translate(
     if labels is not None:
         check_not_one_text(labels, "labels", "labels=['first sentence']")
     _check_options(model, num_beams, max_new_tokens, length_penalty)
+    from .placeholders import check_keep_spans
+
+    check_keep_spans(keep_spans)
     if keep_spans:
         from .placeholders import translate_keeping_spans, vocabulary_of
+        from .source_checks import cut_to_model_limit
 
         settings = dict(num_beams=num_beams, batch_size=batch_size, max_new_tokens=max_new_tokens)
         return translate_keeping_spans(
@@ -229,6 +234,7 @@ def translate(
             sentences,
             vocabulary_of(tokenizer),
             labels,
+            cut=lambda texts, names: cut_to_model_limit(model, tokenizer, texts, direction, names),
         )
     if getattr(model, "is_ctranslate2", False):  # hf_vaswani.backends.CTranslate2Translator
         return model.translate(

@@ -34,6 +34,7 @@ __all__ = [
     "check_language_tokens",
     "check_source_ids",
     "checked_sources",
+    "cut_to_model_limit",
     "fitted_sources",
     "model_language_tokens",
     "short_repr",
@@ -209,6 +210,11 @@ def fitted_sources(model: Any, tokenizer: Any, sources: Sequence[str], labels: S
     the sources that will be cut to that length. Shared by both backends."""
     limit = _max_source_tokens(model, tokenizer)
     lengths = [len(ids) for ids in tokenizer(list(sources), verbose=False)["input_ids"]]
+    _warn_truncated(lengths, limit, labels)
+    return lengths, limit
+
+
+def _warn_truncated(lengths: Sequence[int], limit: int, labels: Sequence[str]) -> None:
     too_long = [i for i, n in enumerate(lengths) if n > limit]
     if too_long:
         warnings.warn(
@@ -217,9 +223,35 @@ def fitted_sources(model: Any, tokenizer: Any, sources: Sequence[str], labels: S
             + _listed([f"{labels[i]} ({lengths[i]} tokens)" for i in too_long])
             + ".",
             TruncatedInputWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
-    return lengths, limit
+
+
+def cut_to_model_limit(
+    model: Any, tokenizer: Any, sentences: Sequence[Any], direction: str, labels: Sequence[str]
+) -> list[Any]:
+    """`sentences` cut to the text of the tokens the model reads (as `fitted_sources` cuts their sources), with
+    the same `TruncatedInputWarning`, so that what works on the text before translation (the span search of
+    `hf_vaswani.placeholders`) only reads what is translated. Anything that is not a source (not a text, blank,
+    with a language token) is given back as it is, for `checked_sources` to refuse in its words."""
+    _, target_lang = direction_to_languages(direction)
+    if not getattr(tokenizer, "is_fast", False):  # no character offsets: `fitted_sources` cuts the tokens later
+        return list(sentences)
+    limit = _max_source_tokens(model, tokenizer)
+    cut, lengths = list(sentences), [0] * len(sentences)
+    for i, sentence in enumerate(sentences):
+        try:
+            source = source_with_language(sentence, target_lang)
+        except (ValueError, TypeError):
+            continue
+        encoding = tokenizer(source, return_offsets_mapping=True, verbose=False)
+        lengths[i] = len(encoding["input_ids"])
+        if lengths[i] > limit:
+            # The last source piece kept before </s>; its end, in the sentence (the source is token, space, text).
+            end = max(0, encoding["offset_mapping"][limit - 2][1] - (len(source) - len(sentence.strip())))
+            cut[i] = sentence.strip()[:end]
+    _warn_truncated(lengths, limit, labels)
+    return cut
 
 
 def model_language_tokens(tokenizer: Any) -> list[str]:

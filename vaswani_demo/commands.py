@@ -7,6 +7,10 @@ Only constants are imported here; Gradio, the model and `vaswani_inspect` are lo
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from hf_vaswani.backends import BACKEND_CHOICES
@@ -57,10 +61,29 @@ def _run_demo(args: argparse.Namespace) -> int:
     if args.host not in _LOCAL_HOSTS:
         print(f"hf-vaswani demo: serving on {args.host}: anyone who can reach this machine can use the demo.")
     try:
-        launch_app(app, host=args.host, port=args.port, share=args.share)
-    finally:  # after Ctrl-C too: Gradio's cached files and the demo's record folder go
+        with _stopped_like_ctrl_c():
+            launch_app(app, host=args.host, port=args.port, share=args.share)
+    finally:  # after Ctrl-C or SIGTERM too: Gradio's cached files and the demo's record folder go
         app.close()
     return 0
+
+
+@contextlib.contextmanager
+def _stopped_like_ctrl_c() -> Iterator[None]:
+    """SIGTERM (``kill``, a service manager stopping the demo) stops the server as Ctrl-C does, so that what the
+    demo wrote is removed: without a handler the process would end on the spot."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():  # (only the main thread may set a handler)
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def add_parser(subparsers: Any) -> None:

@@ -201,7 +201,8 @@ class ModelRunner:
             output = served.translator.translate([text], direction, keep_spans=self.keep_spans, **generate_kwargs)[0]
         with served.encoding(direction):
             record = extract(served.model, served.tokenizer, text, output, direction=direction, model_name=served.name)
-        record.generate_kwargs = {**generate_kwargs, "backend": "ctranslate2"}
+        guarded = {"keep_spans": True} if self.keep_spans and find_spans(text, vocabulary_of(served.tokenizer)) else {}
+        record.generate_kwargs = {**generate_kwargs, "backend": "ctranslate2", **guarded}
         return record
 
     def _keeps_spans_of(self, served: ServedModel, text: str) -> bool:

@@ -11,6 +11,9 @@
   ``Host`` (HTTP/1.0) cannot come from a browser, so it cannot be a rebinding attack: it is answered. A demo bound
   to every interface (0.0.0.0, ``::``) is reachable under names it cannot know, so, as Jupyter's
   ``allow_remote_access``, it answers every ``Host``.
+* **Files.** Gradio answers a ``/gradio_api/file=`` request for a file it does not serve with 403 and the path in
+  its body; the guard answers it without the path (`_FILE_REFUSED`): the page learns nothing of the server's
+  folders.
 * **Uploads.** Gradio serves ``/gradio_api/upload`` to every app, and serves back what was uploaded. The demo has no
   input that takes a file (`needs_uploads`), so the route answers 404 and nothing is stored.
 * **Queue calls.** A call of Gradio's queue (``/gradio_api/queue/join``, how the page runs its events) names its
@@ -18,19 +21,24 @@
   ``/gradio_api/call/NAME``, is checked the same way.) The guard reads
   the body first (at most `MAX_QUEUE_BODY_BYTES`) and answers a body that is not a JSON object, whose
   ``session_hash`` is not printable ASCII or whose ``fn_index`` is not one of the app's events, with 422 (413 for a
-  body that is too large); a good call goes on unchanged.
+  body that is too large, JSON nested deeper than `MAX_JSON_DEPTH` too); a good call goes on unchanged.
+
+A ``Host`` header that is not a host name with an optional port (``127.0.0.1:7860@evil.example``) is not one of
+the demo's names: it is refused.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from collections.abc import Awaitable, Callable, Collection, Iterable, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = [
     "LOCAL_HOST_NAMES",
+    "MAX_JSON_DEPTH",
     "MAX_QUEUE_BODY_BYTES",
     "RequestGuard",
     "WILDCARD_ADDRESSES",
@@ -58,27 +66,36 @@ _CALL_ROUTE = "/gradio_api/call/"
 #: The largest body of a queue call the guard reads: a translation's values are a few hundred bytes, and the
 #: demo takes no file through the queue.
 MAX_QUEUE_BODY_BYTES = 1 << 20
+#: The deepest nesting of lists and objects a queue call may hold: the demo's values are texts and numbers in one
+#: list (Gradio's own parsing of a much deeper one fails in its recursion).
+MAX_JSON_DEPTH = 32
+#: Gradio's route that serves files, under the app's root path.
+_FILE_ROUTE = "/gradio_api/file="
+# A Host header: a name or an IPv4 address, or an IPv6 address in brackets, then an optional port.
+_HOST_HEADER = re.compile(r"(?:\[(?P<ipv6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9_.-]*))(?::\d{0,5})?")
 
 _HOST_REFUSED = (
     "403 Forbidden: this demo answers only requests for the host names it serves on ({names}), not {host!r}. "
     "Open it at the address it printed when it started.\n"
 )
+_FILE_REFUSED = "403 Forbidden: this demo does not serve that file.\n"
 _UPLOAD_REFUSED = "404 Not Found: this demo takes no file uploads (none of its components reads a file).\n"
 _TOO_LARGE = "The body of a queue call is larger than {limit} bytes: the demo's events take a few values."
 
 
 def host_name(value: str | None) -> str | None:
     """The host name of a ``Host`` header (or an address): lower case, without its port, brackets or trailing dot
-    (``"[::1]:7860"`` -> ``"::1"``); None for no header."""
+    (``"[::1]:7860"`` -> ``"::1"``); None for no header. A value that is not a name (or an address) with an
+    optional port (``"127.0.0.1:7860@evil.example"``) is given back whole, lower case: it matches no name."""
     if value is None:
         return None
     value = value.strip().lower()
-    if value.startswith("["):  # an IPv6 literal, [::1]:7860
-        end = value.find("]")
-        return value[1:end] if end > 0 else value
-    if value.count(":") == 1:  # name:port (more than one colon is a bare IPv6 address)
-        value = value.split(":", 1)[0]
-    return value.rstrip(".")
+    if value.count(":") > 1 and not value.startswith("["):  # a bare IPv6 address, ::1
+        return value
+    found = _HOST_HEADER.fullmatch(value)
+    if found is None:
+        return value
+    return found.group("ipv6") if found.group("ipv6") is not None else found.group("name").rstrip(".")
 
 
 def served_host_names(address: str | None, share_url: str | None = None) -> frozenset[str] | None:
@@ -111,6 +128,10 @@ def queue_call_problem(body: bytes, events: Collection[int]) -> str | None:
         call = json.loads(body)
     except (UnicodeDecodeError, ValueError):
         return "the body of a queue call must be JSON."
+    except RecursionError:  # (deeper than Python's own recursion allows)
+        call = None
+    if call is None or _nesting(call) > MAX_JSON_DEPTH:
+        return f"the body of a queue call must not nest lists and objects more than {MAX_JSON_DEPTH} deep."
     if not isinstance(call, dict):
         return f"the body of a queue call must be a JSON object, got {type(call).__name__}."
     session = call.get("session_hash")
@@ -123,6 +144,18 @@ def queue_call_problem(body: bytes, events: Collection[int]) -> str | None:
         shown = json.dumps(index)[:40]
         return f"fn_index {shown} is not one of this app's events (0 to {max(events, default=-1)})."
     return None
+
+
+def _nesting(value: Any) -> int:
+    """How deep lists and objects nest in a parsed JSON value (0 for a number or a text), without recursion."""
+    deepest, pending = 0, [(value, 1)]
+    while pending:
+        value, depth = pending.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
+        if children is not None:
+            deepest = max(deepest, depth)
+            pending.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def needs_uploads(inputs: Iterable[Any]) -> bool:
@@ -182,6 +215,8 @@ class RequestGuard:
         if path.rstrip("/") == _UPLOAD_ROUTE and not self.uploads_allowed():
             await _refuse(scope, send, 404, _UPLOAD_REFUSED)
             return
+        if scope["type"] == "http" and path.startswith(_FILE_ROUTE):
+            send = _without_refused_path(send)
         if scope["type"] == "http" and scope.get("method") == "POST" and _is_queue_call(path.rstrip("/")):
             await self._checked_queue_call(scope, receive, send)
             return
@@ -228,6 +263,31 @@ def _header(scope: Scope, wanted: bytes) -> str | None:
         if key.lower() == wanted:
             return value.decode("latin-1")
     return None
+
+
+def _without_refused_path(send: Send) -> Send:
+    """`send` for a file request: a 403 answer's body (Gradio's names the path asked for) is `_FILE_REFUSED`."""
+    refused = False
+
+    async def sending(message: MutableMapping[str, Any]) -> None:
+        nonlocal refused
+        if message["type"] == "http.response.start" and message.get("status") == 403:
+            refused = True
+            headers = [
+                (k, v) for k, v in message.get("headers", ()) if k.lower() not in (b"content-length", b"content-type")
+            ]
+            headers += [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(_FILE_REFUSED.encode())).encode()),
+            ]
+            message = {**message, "headers": headers}
+        elif refused and message["type"] == "http.response.body":
+            if message.get("more_body", False):
+                return  # (the rest of Gradio's body is dropped; ours goes with its last part)
+            message = {"type": "http.response.body", "body": _FILE_REFUSED.encode()}
+        await send(message)
+
+    return sending
 
 
 def _is_queue_call(path: str) -> bool:

@@ -5,6 +5,10 @@ settings of the translation) and keeps the trace in the session (`StepsLayout.tr
 slider, or the previous / next buttons, redraws the step's three figures from it without running the model; the beam
 tree, the slowest figure, is drawn once per translation, after the first step's figures. The figures are the
 toolkit's (`vaswani_inspect.step_plots`), labelled in the page's language; only the step shown is drawn.
+
+The trace is of what the model decoded: for a translation that kept numbers and names through placeholders
+(`hf_vaswani.placeholders`), the sentence with its placeholders, and a note says so; where the trace does not end
+in the translation shown, a note says why (CTranslate2 chose it, or the guard gave the placeholders up).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 
 import gradio as gr
 
+from hf_vaswani.placeholders import Protected, find_spans, protect, restore, vocabulary_of
 from vaswani_inspect.step_plots import plot_beam_tree, plot_candidates, plot_prefix, plot_source_attention
 from vaswani_inspect.steps import trace_decoding
 
@@ -26,10 +31,12 @@ from .texts import DEFAULT_LANGUAGE, message
 
 __all__ = [
     "StepsLayout",
+    "decoded_source",
     "step_outputs",
     "step_summary",
     "steps_section",
     "trace_handlers",
+    "trace_note",
     "trace_of_record",
     "traced_outputs",
     "tree_output",
@@ -91,20 +98,53 @@ def steps_section(i18n: gr.I18n, downloads: dict[str, tuple[gr.Button, gr.Button
     )
 
 
-def trace_of_record(backend: Any, record: Any) -> Any:
-    """The decoding trace of `record`'s translation: its sentence, direction and decoding settings, on the model
-    that serves that direction (its PyTorch model, also where CTranslate2 chose the translation)."""
+def decoded_source(backend: Any, record: Any) -> tuple[str, Protected | None]:
+    """(the text the model decoded for `record`'s translation, the `Protected` it is): the sentence with its
+    numbers and names behind placeholders for a translation that kept them (``generate_kwargs["keep_spans"]``),
+    else the sentence itself (and None)."""
+    source = record.source_text
+    if not (record.generate_kwargs or {}).get("keep_spans"):
+        return source, None
+    tokenizer = backend.runner.served(record.direction).tokenizer
+    protected = protect(source, find_spans(source, vocabulary_of(tokenizer)))
+    return (protected.text, protected) if protected.spans else (source, None)
+
+
+def trace_of_record(backend: Any, record: Any, source: str | None = None) -> Any:
+    """The decoding trace of `record`'s translation: of `source` (default: what the model decoded,
+    `decoded_source`) in its direction with its decoding settings, on the model that serves that direction (its
+    PyTorch model, also where CTranslate2 chose the translation)."""
     served = backend.runner.served(record.direction)
     settings = dict(record.generate_kwargs or {})
+    if source is None:
+        source, _ = decoded_source(backend, record)
     with served.encoding(record.direction):
         return trace_decoding(
             served.model,
             served.tokenizer,
-            record.source_text,
+            source,
             record.direction,
             num_beams=settings.get("num_beams"),
             max_new_tokens=settings.get("max_new_tokens"),
         )
+
+
+def trace_note(record: Any, trace: Any, protected: Protected | None, language: str = DEFAULT_LANGUAGE) -> str:
+    """What to say of `trace` next to `record`'s translation: that it decodes the sentence behind placeholders
+    (`protected`), and why it does not end in the translation shown where it does not; "" when it is the
+    translation."""
+    fields = {"traced": trace.text}
+    if protected is not None:
+        restored = restore(trace.text, protected)
+        fields["decoded"] = protected.text
+        if not restored.ok:
+            return message(language, "steps.guard_gave_up", **fields)
+        if restored.text == record.target_text:
+            return message(language, "steps.placeholders", **fields)
+    elif trace.text == record.target_text:
+        return ""
+    chooser = "ctranslate2" if (record.generate_kwargs or {}).get("backend") == "ctranslate2" else "generate"
+    return message(language, f"steps.differs.{chooser}", **fields)
 
 
 def step_summary(trace: Any, index: int, language: str = DEFAULT_LANGUAGE) -> str:
@@ -143,14 +183,15 @@ def traced_outputs(backend: Any, record: Any, language: str = DEFAULT_LANGUAGE) 
     if record is None:
         return empty(message(language, "steps.none"))
     try:
-        trace = trace_of_record(backend, record)
+        source, protected = decoded_source(backend, record)
+        trace = trace_of_record(backend, record, source)
     except Exception as error:  # noqa: BLE001 - the translation stands; the view says what went wrong
         logger.exception("The demo could not trace the decoding of %r", record.source_text)
         return empty(message(language, "steps.failed", error=type(error).__name__))
     count = len(trace.steps)
     where, *figures = step_outputs(trace, 1, language)
-    if trace.text != record.target_text:
-        where = f"{where} {message(language, 'steps.differs', traced=trace.text)}"
+    note = trace_note(record, trace, protected, language)
+    where = f"{where} {note}" if note else where
     slider = gr.update(minimum=1, maximum=max(count, 2), value=1, interactive=count > 1)
     return trace, slider, idle, gr.update(interactive=count > 1), where, *figures
 

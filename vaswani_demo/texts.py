@@ -406,9 +406,21 @@ MESSAGES: dict[str, Mapping[str, str]] = {
             "Beam search ({beams} hypotheses kept per step, {steps} steps): the chosen path in orange, "
             "the probability of each piece on its edge"
         ),
-        "steps.differs": (
+        "steps.differs.ctranslate2": (
             "The steps retrace generate(), which here translates “{traced}”; the translation above was chosen by "
             "CTranslate2."
+        ),
+        "steps.differs.generate": (
+            "The steps retrace the decoding, which here ends in “{traced}”, not in the translation above."
+        ),
+        "steps.placeholders": (
+            "The steps retrace what the model translated: “{decoded}”, with numbers and names behind placeholders, "
+            "into “{traced}”; the originals go back in afterwards."
+        ),
+        "steps.guard_gave_up": (
+            "The steps retrace what the model translated first: “{decoded}”, with numbers and names behind "
+            "placeholders, into “{traced}”, which lost a placeholder; the translation above is of the sentence as "
+            "it is."
         ),
         # the aligned-words table
         "pairs.target": "target word",
@@ -592,8 +604,19 @@ MESSAGES: dict[str, Mapping[str, str]] = {
             "Búsqueda en haz ({beams} hipótesis por paso, {steps} pasos): el camino elegido en naranja, "
             "la probabilidad de cada trozo en su arista"
         ),
-        "steps.differs": (
+        "steps.differs.ctranslate2": (
             "Los pasos rehacen generate(), que aquí traduce “{traced}”; la traducción de arriba la eligió CTranslate2."
+        ),
+        "steps.differs.generate": (
+            "Los pasos rehacen la decodificación, que aquí acaba en “{traced}”, no en la traducción de arriba."
+        ),
+        "steps.placeholders": (
+            "Los pasos rehacen lo que tradujo el modelo: “{decoded}”, con los números y nombres tras marcadores, "
+            "en “{traced}”; los originales se reponen después."
+        ),
+        "steps.guard_gave_up": (
+            "Los pasos rehacen lo que tradujo el modelo primero: “{decoded}”, con los números y nombres tras "
+            "marcadores, en “{traced}”, que perdió un marcador; la traducción de arriba es de la oración tal cual."
         ),
         "pairs.target": "palabra destino",
         "pairs.source": "palabra fuente",

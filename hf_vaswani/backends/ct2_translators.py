@@ -100,8 +100,12 @@ class CTranslate2Translator:
         keep_spans: bool = False,
     ) -> list[str]:
         """Translate `sentences` in `direction`; the arguments and result of `hf_vaswani.inference.translate`."""
+        from ..placeholders import check_keep_spans
+
+        check_keep_spans(keep_spans)
         if keep_spans:  # numbers, URLs, e-mail addresses and rare names through placeholders
             from ..placeholders import translate_keeping_spans, vocabulary_of
+            from ..source_checks import cut_to_model_limit
 
             return translate_keeping_spans(
                 lambda texts, names: self.translate(
@@ -116,6 +120,7 @@ class CTranslate2Translator:
                 sentences,
                 vocabulary_of(self.tokenizer),
                 labels,
+                cut=lambda texts, names: cut_to_model_limit(self, self.tokenizer, texts, direction, names),
             )
         ids = self.translate_ids(
             sentences,

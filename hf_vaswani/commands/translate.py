@@ -11,6 +11,7 @@ from typing import Any
 
 from ..backends import BACKEND_CHOICES
 from ..paths import DEFAULT_MODEL
+from ..terminal import for_terminal
 from . import beam_size, finite_float, positive_int, utf8_text
 
 _REPORTED = 5
@@ -172,7 +173,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         if json_path is not None:
             staged(json_path).write_text(text + "\n", encoding="utf-8")
     for direction, path in shown.items():
-        print(f"hf-vaswani evaluate: {direction} translations written to {path}", file=sys.stderr)
+        print(f"hf-vaswani evaluate: {direction} translations written to {for_terminal(path)}", file=sys.stderr)
     print(text)
     return 0
 

@@ -275,3 +275,37 @@ def test_no_record_folder_outlives_the_process(model_path: str, tmp_path: Path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "vaswani-demo-" in result.stdout  # the open app's folder existed while the process ran
     assert not list(served.glob("vaswani-demo-*")) and not list(temporary.glob("vaswani-demo-*"))
+
+
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT"])
+def test_a_stopped_demo_removes_its_record_folder(model_path: str, tmp_path: Path, stop: str):
+    """``kill`` (SIGTERM, what a service manager sends) stops the demo as Ctrl-C (SIGINT) does: the record folder
+    goes, and the process ends by itself."""
+    import signal
+    import time
+    import urllib.request
+
+    served = tmp_path / "served"
+    port = _free_port()
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GRADIO_TEMP_DIR": str(served), "GRADIO_ANALYTICS_ENABLED": "False"}
+    command = [sys.executable, "-m", "hf_vaswani.cli", "demo", "--model", model_path, "--backend", "torch"]
+    demo = subprocess.Popen(
+        [*command, "--port", str(port)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and demo.poll() is None:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/config", timeout=5).close()
+                break
+            except OSError:
+                time.sleep(1)
+        assert demo.poll() is None, demo.stderr.read().decode()[-3000:]
+        assert list(served.glob("vaswani-demo-*")), "the demo made no record folder"
+        demo.send_signal(getattr(signal, stop))
+        demo.wait(timeout=120)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait()
+    assert not list(served.glob("vaswani-demo-*"))

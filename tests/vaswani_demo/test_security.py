@@ -48,7 +48,17 @@ def test_the_demos_own_host_names_are_answered(served, host: str):
     assert _get(port, "/config", host.format(port=port)) == 200
 
 
-@pytest.mark.parametrize("host", ["evil.example", "evil.example:{port}", "localhost.evil.example", "192.168.1.9"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "evil.example",
+        "evil.example:{port}",
+        "localhost.evil.example",
+        "192.168.1.9",
+        "127.0.0.1:{port}@evil.example",  # (no browser sends it; a parser that stops at ":" would read 127.0.0.1)
+        "localhost:{port}/evil.example",
+    ],
+)
 def test_another_host_name_is_refused(served, host: str):
     """DNS rebinding: a page of evil.example whose name now points at 127.0.0.1 must not read the demo."""
     _, port = served
@@ -66,6 +76,28 @@ def test_a_request_without_host_is_answered(served):
     """HTTP/1.0 without Host: no browser sends one, so it cannot be a rebinding attack."""
     _, port = served
     assert _get(port, "/config", None) == 200
+
+
+def test_host_name_reads_only_a_name_and_a_port():
+    from vaswani_demo.security import host_name
+
+    assert [host_name(h) for h in ("127.0.0.1:7860", "[::1]:7860", "LOCALHOST.", "::1")] == [
+        "127.0.0.1",
+        "::1",
+        "localhost",
+        "::1",
+    ]
+    for odd in ("127.0.0.1:7860@evil.example", "localhost:80:80", "[::1]evil", "local host"):
+        assert host_name(odd) == odd  # matches none of the served names
+
+
+def test_a_refused_file_is_answered_without_its_path(served, tmp_path):
+    """Gradio names the path it refuses; the guard answers 403 without it."""
+    _, port = served
+    for path in ("/etc/passwd", str(tmp_path), os.path.abspath(__file__)):
+        answer = httpx.get(f"http://127.0.0.1:{port}/gradio_api/file={path}")
+        assert answer.status_code == 403 and answer.text == "403 Forbidden: this demo does not serve that file.\n"
+        assert int(answer.headers["content-length"]) == len(answer.content)
 
 
 def test_served_host_names():

@@ -96,6 +96,8 @@ def _join(port: int, body: bytes) -> httpx.Response:
         (b'{"data": [], "fn_index": 2, "session_hash": "\\ud800"}', "session_hash must be a string of printable"),
         (b'{"data": [], "fn_index": 2, "session_hash": 7}', "session_hash must be a string of printable"),
         (b'{"data": [], "fn_index": 2}', None),  # Gradio's own check ("Session hash not found."): a 4xx too
+        (b"[" * 100_000 + b"]" * 100_000, "must not nest lists and objects more than 32 deep"),  # (RecursionError)
+        (b'{"fn_index": 2, "session_hash": "x", "data": [' + b"[" * 40 + b"]" * 40 + b"]}", "more than 32 deep"),
     ],
 )
 def test_a_malformed_queue_call_is_answered_4xx(served, capfd: pytest.CaptureFixture[str], body: bytes, detail):

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_vaswani.commands import beam_size, positive_int, utf8_text
+from hf_vaswani.terminal import for_terminal
 
 from .common import (
     DIRECTION_HELP,
@@ -136,7 +137,7 @@ def run_explain(args: argparse.Namespace) -> int:
         (folder / "table.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
         (folder / "table.md").write_text(_table(rows), encoding="utf-8")
     for record in records:
-        print(f"{record.source_text} -> {record.target_text}")
+        print(for_terminal(f"{record.source_text} -> {record.target_text}"))  # the input's escapes shown
     print(f"report: {args.out} ({len(records)} sentences x {len(methods)} methods; table: {args.out / 'table.md'})")
     return 0
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_vaswani.commands import beam_size, head_indices, positive_int, utf8_text
+from hf_vaswani.terminal import for_terminal
 
 from .common import (
     DIRECTION_HELP,
@@ -147,7 +148,7 @@ def run_inspect(args: argparse.Namespace) -> int:
             pharaoh = written["pharaoh"].read_text(encoding="utf-8").strip() or "(none)"
             summaries.append((record, pharaoh, Path(args.out) / sub / "index.html", len(written)))
     for record, pharaoh, index, files in summaries:
-        print(f"{record.source_text} -> {record.target_text}")
+        print(for_terminal(f"{record.source_text} -> {record.target_text}"))  # the input's escapes shown
         print(f"  alignment: {pharaoh}")
         print(f"  report: {index} ({files} files)")
     return 0
