@@ -24,7 +24,7 @@ def backend(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="module")
 def served(backend):
     """(app, port) of a demo launched on 127.0.0.1 over `backend`."""
-    from tests.vaswani_demo.test_demo import _free_port
+    from tests.vaswani_demo.test_app import _free_port
     from vaswani_demo import build_app, launch_app
 
     app = build_app(backend=backend)

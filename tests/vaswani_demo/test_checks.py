@@ -2,7 +2,7 @@
 `gradio_client`, raw values included); the limits and the unknown-character rule are the ones the commands share
 (`hf_vaswani.limits.MAX_NUM_BEAMS`, `hf_vaswani.inference`); ``hf-vaswani demo --device bogus`` is one line; the
 record files are written atomically and removed when the app closes or the process ends, and Gradio's cache is
-pruned. The model is the one of tests/vaswani_demo/test_demo.py (the shipped checkpoint when it exists, else a tiny
+pruned. The model is the one of tests/vaswani_demo/test_app.py (the shipped checkpoint when it exists, else a tiny
 one).
 """
 
@@ -30,7 +30,7 @@ pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
 
 from tests.helpers import ROOT  # noqa: E402
-from tests.vaswani_demo.test_demo import _free_port  # noqa: E402
+from tests.vaswani_demo.test_app import _free_port  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """The demo in class: the course examples' translations, the page's language (switch, ``?lang=``, cookie), the
 figures (titles a student reads, punctuation left out, SVG for download), the head control under the model's
 aligner, the step-by-step view and the localised bertviz page. No browser: the browser checks are in
-test_languages.py."""
+test_texts.py."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ import vaswani_demo.choices as choices_module  # noqa: E402
 import vaswani_demo.runner as runner_module  # noqa: E402
 from hf_vaswani.inference import load_translator  # noqa: E402
 from tests.vaswani_demo.browser import ARTIFACTS, demo_page, open_accordion, show  # noqa: E402
-from tests.vaswani_demo.test_demo import CHROMIUM  # noqa: E402
+from tests.vaswani_demo.test_app import CHROMIUM  # noqa: E402
 from vaswani_demo import DemoBackend, build_app, drawing  # noqa: E402
 from vaswani_demo.choices import DemoChoices  # noqa: E402
 from vaswani_demo.explaining import (  # noqa: E402

@@ -18,7 +18,7 @@ gr = pytest.importorskip("gradio")
 
 import vaswani_demo.app as app_module  # noqa: E402
 from hf_vaswani import cli  # noqa: E402
-from tests.vaswani_demo.test_demo import _free_port  # noqa: E402
+from tests.vaswani_demo.test_app import _free_port  # noqa: E402
 from vaswani_demo import DemoBackend, build_app, launch_app  # noqa: E402
 from vaswani_demo.events import ablation_outputs, alignment_outputs, translate_outputs, view_output  # noqa: E402
 from vaswani_demo.explaining import explained_outputs  # noqa: E402

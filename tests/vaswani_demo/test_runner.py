@@ -1,7 +1,7 @@
 """The demo's ablation panel: switch heads off and translate the last sentence again
 (`vaswani_demo.runner.ModelRunner.ablate`), in a copy of the model that translations served at the same time never
 see; and the panel in a real browser (Debian's chromium, marked ``browser``). The model is the one of
-tests/vaswani_demo/test_demo.py (the shipped checkpoint when it exists, else a tiny random one)."""
+tests/vaswani_demo/test_app.py (the shipped checkpoint when it exists, else a tiny random one)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from vaswani_inspect.extract import extract  # noqa: E402
 pytest.importorskip("gradio")
 
 from tests.vaswani_demo.browser import ARTIFACTS, demo_page, show  # noqa: E402
-from tests.vaswani_demo.test_demo import CHROMIUM  # noqa: E402
+from tests.vaswani_demo.test_app import CHROMIUM  # noqa: E402
 
 
 @pytest.fixture(scope="module")

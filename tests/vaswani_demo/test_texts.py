@@ -4,7 +4,7 @@ table's columns) in the language of the request's ``Accept-Language``. Checked o
 app's configuration, through `gradio_client` with and without the header, and in headless Chromium with the
 ``es-ES`` and ``en-US`` locales (marked ``browser``), which saves ``test-artifacts/demo-es.png``.
 
-The model is the one of tests/vaswani_demo/test_demo.py (the shipped checkpoint when it exists, else a tiny one).
+The model is the one of tests/vaswani_demo/test_app.py (the shipped checkpoint when it exists, else a tiny one).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ pytest.importorskip("gradio_client")
 
 from tests.helpers import ROOT  # noqa: E402
 from tests.vaswani_demo.browser import show  # noqa: E402
-from tests.vaswani_demo.test_demo import CHROMIUM, CHROMIUM_ARGS, _free_port  # noqa: E402
+from tests.vaswani_demo.test_app import CHROMIUM, CHROMIUM_ARGS, _free_port  # noqa: E402
 
 #: Texts that are the same in both languages on purpose: the course calls cross-attention by its English name.
 SAME_IN_BOTH = {

@@ -1,7 +1,7 @@
 """Faults: a training run killed with SIGKILL in the middle of a checkpoint save, then resumed; incomplete
 checkpoints; checkpoint files that load with ``torch.load(weights_only=True)``.
 
-The runs are real ``hf-vaswani train`` subprocesses on the tiny corpus and config of `tests.test_training`,
+The runs are real ``hf-vaswani train`` subprocesses on the tiny corpus and config of `tests.hf_vaswani.test_training`,
 with dropout on, so that the per-step training losses depend on both the data order and the RNG states.
 """
 
@@ -28,7 +28,7 @@ from hf_vaswani.training import (
 )
 from tests.helpers import TINY_CONFIG, training_corpus
 
-HOOKS = Path(__file__).resolve().parent / "fault_hooks"
+HOOKS = Path(__file__).resolve().parent.parent / "fault_hooks"
 # 156 training rows (both directions) in batches of 16: 10 updates per epoch. Checkpoints at 8, 16, 24 and 26
 # (the end); the kill comes while checkpoint-24 (epoch 2) is being written, so the run resumes from
 # checkpoint-16, six updates into epoch 1, and goes on into epoch 2.
