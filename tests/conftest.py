@@ -67,3 +67,23 @@ def tiny_architecture_folders(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("architectures")
     return {architecture: write_tiny_architecture(architecture, root / architecture) for architecture in ARCHITECTURES}
+
+
+@pytest.fixture
+def no_model(monkeypatch):
+    """Fail the test if a command loads a model: the case must be refused before."""
+
+    def load_translator(*args, **kwargs):
+        raise AssertionError("the model was loaded before the bad input was refused")
+
+    monkeypatch.setattr("hf_vaswani.inference.load_translator", load_translator)
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    """(model, tokenizer) of the shipped checkpoint, loaded as ``hf-vaswani translate`` loads it; one per test
+    module (treat it as read-only)."""
+    from hf_vaswani.inference import load_translator
+    from tests.helpers import CHECKPOINT
+
+    return load_translator(CHECKPOINT)

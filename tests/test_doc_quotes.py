@@ -72,13 +72,6 @@ def shown_outputs(line: str) -> list[str]:
     return [item["translation_text"] if isinstance(item, dict) else item for item in shown]
 
 
-@pytest.fixture(scope="module")
-def shipped():
-    from hf_vaswani.inference import load_translator
-
-    return load_translator(CHECKPOINT)
-
-
 def translate_one(shipped, source: str, direction: str, **settings) -> str:
     from hf_vaswani.inference import translate
 

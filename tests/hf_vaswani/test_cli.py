@@ -308,16 +308,6 @@ def test_real_processes(files, tiny_run):  # noqa: F811
 # test), outputs are written whole or not at all, and the errors of the libraries a user can cause are one line.
 
 
-@pytest.fixture
-def no_model(monkeypatch):
-    """Fail the test if a command loads a model: the case must be refused before."""
-
-    def load_translator(*args, **kwargs):
-        raise AssertionError("the model was loaded before the bad argument was refused")
-
-    monkeypatch.setattr("hf_vaswani.inference.load_translator", load_translator)
-
-
 @pytest.fixture(scope="module")
 def tiny_models(tmp_path_factory):
     """Two untrained tiny models with the tiny tokenizer, saved as checkpoint folders (no training needed)."""

@@ -129,13 +129,6 @@ def test_no_warning_when_every_placeholder_comes_back(vocabulary):
         ]
 
 
-@pytest.fixture(scope="module")
-def shipped():
-    from hf_vaswani.inference import load_translator
-
-    return load_translator()
-
-
 def test_the_shipped_model_keeps_a_long_number_with_the_guard_on(shipped):
     from hf_vaswani.inference import translate
 

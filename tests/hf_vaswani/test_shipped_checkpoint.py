@@ -15,13 +15,6 @@ from tests.helpers import CHECKPOINT, ROOT, run_without_our_packages
 pytestmark = pytest.mark.skipif(not CHECKPOINT.is_dir(), reason="the shipped checkpoint is not in this checkout")
 
 
-@pytest.fixture(scope="module")
-def shipped():
-    tokenizer = AutoTokenizer.from_pretrained(CHECKPOINT)
-    model = AutoModelForSeq2SeqLM.from_pretrained(CHECKPOINT).eval()
-    return model, tokenizer
-
-
 def translate(shipped, sources: list[str], target: str) -> list[str]:
     model, tokenizer = shipped
     batch = tokenizer([f">>{target}<< {s}" for s in sources], return_tensors="pt", padding=True)

@@ -29,7 +29,7 @@ from hf_vaswani import cli  # noqa: E402
 from vaswani_demo import DemoBackend, build_app, drawing, launch_app  # noqa: E402
 from vaswani_demo.embed import iframe_html  # noqa: E402
 from vaswani_demo.settings import EXAMPLES, MAX_CHARS  # noqa: E402
-from vaswani_demo.testing import demo_model_for_tests, is_tiny_model, write_tiny_model  # noqa: E402
+from vaswani_demo.testing import is_tiny_model, write_tiny_model  # noqa: E402
 from vaswani_inspect.alignment import (  # noqa: E402
     align,
     alignment_settings,
@@ -60,9 +60,8 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def model_path(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return demo_model_for_tests(tmp_path_factory.mktemp("demo-model"))
+#: `model_path` (tests/vaswani_demo/conftest.py): the demo tests' model.
+DEMO_MODEL = "test"
 
 
 @pytest.fixture(scope="module")

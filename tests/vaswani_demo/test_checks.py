@@ -24,7 +24,6 @@ from hf_vaswani.inference import UnknownCharactersWarning, check_known_character
 from hf_vaswani.limits import MAX_NUM_BEAMS  # noqa: E402
 from vaswani_demo import DemoBackend, build_app, launch_app  # noqa: E402
 from vaswani_demo.settings import CACHE_PRUNE_SECONDS, FILE_TTL_SECONDS, MAX_BEAMS  # noqa: E402
-from vaswani_demo.testing import demo_model_for_tests  # noqa: E402
 
 pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
@@ -32,17 +31,8 @@ pytest.importorskip("gradio_client")
 from tests.helpers import ROOT  # noqa: E402
 from tests.vaswani_demo.test_app import _free_port  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def model_path(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return demo_model_for_tests(tmp_path_factory.mktemp("demo-model"))
-
-
-@pytest.fixture(scope="module")
-def backend(model_path: str) -> DemoBackend:
-    loaded = DemoBackend.load(model_path)
-    yield loaded
-    loaded.close()
+#: `backend` and `model_path` (tests/vaswani_demo/conftest.py): the demo tests' model.
+DEMO_MODEL = "test"
 
 
 @pytest.fixture(scope="module")

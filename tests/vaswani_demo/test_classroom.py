@@ -23,7 +23,6 @@ from vaswani_demo.embed import localised_view  # noqa: E402
 from vaswani_demo.events import head_controls, translate_outputs  # noqa: E402
 from vaswani_demo.page_script import PAGE_HEAD, PageHeadInjector, download_js  # noqa: E402
 from vaswani_demo.settings import EXAMPLES, FAILURE_EXAMPLES  # noqa: E402
-from vaswani_demo.testing import shipped_checkpoint  # noqa: E402
 from vaswani_demo.texts import page_language_cookie  # noqa: E402
 
 torch.set_num_threads(1)  # the shipped model is small, and the machine is shared
@@ -48,14 +47,9 @@ FAILURES = {
 }
 
 
-@pytest.fixture(scope="module")
-def backend() -> DemoBackend:
-    path = shipped_checkpoint()
-    if path is None:
-        pytest.skip("the shipped checkpoint is not in this checkout")
-    loaded = DemoBackend.load(path)  # the demo's default: CTranslate2 where installed, as the page serves
-    yield loaded
-    loaded.close()
+#: `backend` (tests/vaswani_demo/conftest.py): the shipped checkpoint, on the demo's default backend (CTranslate2
+#: where installed, as the page serves).
+DEMO_MODEL = "shipped"
 
 
 @pytest.fixture(scope="module")

@@ -51,18 +51,6 @@ SPANISH = SimpleNamespace(headers={"accept-language": "es-ES,es;q=0.9"})  # what
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_tiny_model(tmp_path_factory.mktemp("demo-model") / "tiny")
-
-
-@pytest.fixture(scope="module")
-def backend(folder: Path) -> DemoBackend:
-    loaded = DemoBackend.load(folder, backend="torch")
-    yield loaded
-    loaded.close()
-
-
-@pytest.fixture(scope="module")
 def record(backend: DemoBackend):
     """A teacher-forced record whose last words on both sides, ".", have pieces of their own."""
     return extract(

@@ -17,7 +17,6 @@ os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 from vaswani_demo import DemoBackend, build_app  # noqa: E402
 from vaswani_demo.checks import heads_from_labels  # noqa: E402
 from vaswani_demo.events import ablation_outputs  # noqa: E402
-from vaswani_demo.testing import demo_model_for_tests  # noqa: E402
 from vaswani_inspect.ablation import ablate_heads, attention_modules  # noqa: E402
 from vaswani_inspect.extract import extract  # noqa: E402
 
@@ -26,10 +25,8 @@ pytest.importorskip("gradio")
 from tests.vaswani_demo.browser import ARTIFACTS, demo_page, show  # noqa: E402
 from tests.vaswani_demo.test_app import CHROMIUM  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def backend(tmp_path_factory: pytest.TempPathFactory) -> DemoBackend:
-    return DemoBackend.load(demo_model_for_tests(tmp_path_factory.mktemp("demo-model")))
+#: `backend` (tests/vaswani_demo/conftest.py): the demo tests' model.
+DEMO_MODEL = "test"
 
 
 def _all(backend: DemoBackend, kind: str) -> list[str]:

@@ -19,7 +19,6 @@ os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 from vaswani_demo import DemoBackend, build_app, drawing, launch_app  # noqa: E402
 from vaswani_demo.layout import page_translations  # noqa: E402
 from vaswani_demo.settings import EXAMPLES  # noqa: E402
-from vaswani_demo.testing import demo_model_for_tests  # noqa: E402
 from vaswani_demo.texts import CHOICES, LANGUAGES, MESSAGES, PAGE, fields_of, language_from_header  # noqa: E402
 
 pytest.importorskip("gradio")
@@ -41,11 +40,8 @@ SAME_IN_BOTH = {
 }
 
 
-@pytest.fixture(scope="module")
-def backend(tmp_path_factory: pytest.TempPathFactory) -> DemoBackend:
-    loaded = DemoBackend.load(demo_model_for_tests(tmp_path_factory.mktemp("demo-model")))
-    yield loaded
-    loaded.close()
+#: `backend` (tests/vaswani_demo/conftest.py): the demo tests' model.
+DEMO_MODEL = "test"
 
 
 @pytest.fixture(scope="module")

@@ -29,13 +29,6 @@ def one_thread():
 
 
 @pytest.fixture(scope="module")
-def shipped():
-    from vaswani_inspect import load_model_and_tokenizer
-
-    return load_model_and_tokenizer()
-
-
-@pytest.fixture(scope="module")
 def tiny_models(tiny_architecture_folders):
     from vaswani_inspect.loading import load_for_inspection
 

@@ -325,16 +325,6 @@ def _run(argv, capsys, command):
 
 
 @pytest.fixture
-def no_model(monkeypatch):
-    """Fail the test if the command loads a model: the case must be refused before."""
-
-    def load_translator(*args, **kwargs):
-        raise AssertionError("the model was loaded before the bad input was refused")
-
-    monkeypatch.setattr("hf_vaswani.inference.load_translator", load_translator)
-
-
-@pytest.fixture
 def no_extraction(monkeypatch):
     """Fail the test if the command runs the model: the case must be refused once it is loaded, before."""
     import importlib
