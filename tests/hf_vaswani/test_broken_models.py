@@ -20,7 +20,7 @@ from safetensors.torch import load_file, save_file
 
 from hf_vaswani.cli import main
 from hf_vaswani.testing import tiny_model
-from tests.helpers import PAIRS, ROOT, finish, tiny_tokenizer
+from tests.helpers import PAIRS, PROCESS_TIMEOUT, ROOT, finish, tiny_tokenizer
 
 
 def _missing_tensor(folder):
@@ -158,7 +158,7 @@ def real_processes(sound_folder, tmp_path_factory) -> dict[str, subprocess.Compl
         )
         for command, argv in arguments.items()
     }
-    return {command: finish(process, timeout=300) for command, process in processes.items()}
+    return {command: finish(process, timeout=PROCESS_TIMEOUT) for command, process in processes.items()}
 
 
 def test_the_command_line_exits_2_with_one_line(real_processes):

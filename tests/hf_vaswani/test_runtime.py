@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from tests.helpers import PROCESS_TIMEOUT
+
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc's allocator only"
 )
@@ -36,7 +38,12 @@ def _run(mode: str, **environment: str) -> dict:
     env.pop("GLIBC_TUNABLES", None)
     env.update(environment)
     done = subprocess.run(
-        [sys.executable, "-c", _PROGRAM, mode], env=env, capture_output=True, text=True, check=True, timeout=120
+        [sys.executable, "-c", _PROGRAM, mode],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=PROCESS_TIMEOUT,
     )
     return json.loads(done.stdout.strip().splitlines()[-1])
 

@@ -10,7 +10,7 @@ from huggingface_hub import ModelCard
 from safetensors import safe_open
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-from tests.helpers import CHECKPOINT, ROOT, run_without_our_packages
+from tests.helpers import CHECKPOINT, PROCESS_TIMEOUT, ROOT, run_without_our_packages
 
 pytestmark = pytest.mark.skipif(not CHECKPOINT.is_dir(), reason="the shipped checkpoint is not in this checkout")
 
@@ -133,7 +133,7 @@ def test_model_card_snippet_runs_as_written_without_our_package(tmp_path):
         env=env,
         cwd=tmp_path,
         stdin=subprocess.DEVNULL,  # a prompt for remote code would read EOF and fail, not hang
-        timeout=300,
+        timeout=PROCESS_TIMEOUT,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "cat" in result.stdout and "translation_text" in result.stdout

@@ -22,7 +22,7 @@ from hf_vaswani.source_checks import (
     model_language_tokens,
     unknown_characters,
 )
-from tests.helpers import CHECKPOINT, tiny_tokenizer
+from tests.helpers import CHECKPOINT, PROCESS_TIMEOUT, tiny_tokenizer
 
 SPECIAL_TEXTS = ["<pad> <pad> <pad>", "</s>", "<unk> <s>"]
 NOT_A_LANGUAGE = re.escape("which is not one of the model's languages (>>en<<, >>es<<)")
@@ -113,7 +113,12 @@ def test_the_command_refuses_special_token_text_in_one_line(tmp_path, capsys, mo
         argv = ["translate", "--model", str(folder), "--backend", "torch", text]
         if number == 0:
             result = subprocess.run(
-                [executable, *argv], capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=300
+                [executable, *argv],
+                capture_output=True,
+                text=True,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                timeout=PROCESS_TIMEOUT,
             )
             code, out, err = result.returncode, result.stdout, result.stderr
         else:

@@ -41,7 +41,7 @@ from vaswani_inspect.alignment import (  # noqa: E402
 pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
 
-from tests.helpers import ROOT
+from tests.helpers import PROCESS_TIMEOUT, ROOT
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -173,7 +173,9 @@ def test_cli_rejects_bad_numbers_in_one_line(capsys: pytest.CaptureFixture[str])
 def test_demo_command_module_loads_neither_gradio_nor_the_model():
     """``hf-vaswani`` imports every command module to build its parser: the demo's must stay light."""
     script = "import json, sys; import vaswani_demo.commands; print(json.dumps(sorted(sys.modules)))"
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=PROCESS_TIMEOUT, cwd=ROOT
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     loaded = {name.split(".")[0] for name in json.loads(result.stdout)}
     assert not loaded & {"gradio", "vaswani_inspect", "matplotlib", "bertviz"}

@@ -28,7 +28,7 @@ from vaswani_demo.settings import CACHE_PRUNE_SECONDS, FILE_TTL_SECONDS, MAX_BEA
 pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
 
-from tests.helpers import ROOT  # noqa: E402
+from tests.helpers import PROCESS_TIMEOUT, ROOT  # noqa: E402
 from tests.vaswani_demo.test_app import _free_port  # noqa: E402
 
 #: `backend` and `model_path` (tests/vaswani_demo/conftest.py): the demo tests' model.
@@ -260,7 +260,7 @@ def test_no_record_folder_outlives_the_process(model_path: str, tmp_path: Path):
     )
     env = {**os.environ, "TMPDIR": str(temporary), "OMP_NUM_THREADS": "1", "GRADIO_TEMP_DIR": str(served)}
     result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=PROCESS_TIMEOUT, cwd=ROOT, env=env
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "vaswani-demo-" in result.stdout  # the open app's folder existed while the process ran

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-from tests.helpers import ROOT
+from tests.helpers import PROCESS_TIMEOUT, ROOT
 
 #: Makes the listed top-level modules impossible to import, as if they were not installed.
 BLOCKER = """
@@ -26,7 +26,9 @@ sys.meta_path.insert(0, Blocker())
 
 def _run_without(blocked: set[str], script: str) -> dict:
     code = f"BLOCKED = {sorted(blocked)!r}\n{BLOCKER}\n{textwrap.dedent(script)}"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=PROCESS_TIMEOUT, cwd=ROOT
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 

@@ -34,7 +34,7 @@ from transformers.models.marian.modeling_marian import shift_tokens_right
 from hf_vaswani import VaswaniForConditionalGeneration
 from hf_vaswani.cli import main
 from hf_vaswani.marian.convert import MarianConversionError, convert_marian
-from tests.helpers import run_without_our_packages
+from tests.helpers import PROCESS_TIMEOUT, run_without_our_packages
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
@@ -330,7 +330,7 @@ def converted_from_hub_id(marian_folder, tmp_path_factory) -> Path:
         text=True,
         env=env,
         stdin=subprocess.DEVNULL,
-        timeout=300,
+        timeout=PROCESS_TIMEOUT,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Converted {HUB_ID} into {out}" in result.stdout
@@ -644,7 +644,7 @@ def test_full_disk_leaves_the_output_folder_as_it_was(marian_folder, converted_f
         env=env,
         stdin=subprocess.DEVNULL,
         preexec_fn=small_disk,
-        timeout=300,
+        timeout=PROCESS_TIMEOUT,
     )
     assert result.returncode == 2, result.stderr[-3000:]
     assert "Traceback" not in result.stderr

@@ -10,7 +10,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from hf_vaswani.cli import main
-from tests.helpers import unwritable_folder
+from tests.helpers import PROCESS_TIMEOUT, unwritable_folder
 from vaswani_inspect import (
     AttentionRecord,
     align,
@@ -275,7 +275,10 @@ def test_python_dash_m_entry_point(capsys):
     list of subcommands, which the same `main` prints, is read in-process (another process would spend seconds
     importing the package again)."""
     result = subprocess.run(
-        [sys.executable, "-m", "vaswani_inspect", "inspect", "--help"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "vaswani_inspect", "inspect", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT,
     )
     assert result.returncode == 0 and "--alignment-layer" in result.stdout
     from vaswani_inspect.__main__ import main as module_main
