@@ -173,6 +173,13 @@ def beam_hypotheses(model: Any, tokenizer: Any, text: str, direction: str) -> li
     return list(zip(translations, out.sequences_scores.tolist(), strict=True))
 
 
+def near_ties(model: Any, tokenizer: Any, text: str, direction: str) -> set[str]:
+    """The translations of `text` that another machine or backend may choose: the beam's best hypothesis and those
+    that score within `CLEAR_MARGIN` of it. A translation may be pinned as the one output where this is only it."""
+    (best, best_score), *others = beam_hypotheses(model, tokenizer, text, direction)
+    return {best} | {other for other, score in others if best_score - score < CLEAR_MARGIN}
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Loading saved folders without our packages, as a `trust_remote_code` user does
 # ----------------------------------------------------------------------------------------------------------------
