@@ -18,6 +18,13 @@ from hf_vaswani import VaswaniForConditionalGeneration  # noqa: E402
 from tests.helpers import tiny_config  # noqa: E402
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A browser test is slow too (it starts chromium and waits on the page): the fast lane leaves it out."""
+    for item in items:
+        if item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def tiny_model() -> VaswaniForConditionalGeneration:
     torch.manual_seed(0)

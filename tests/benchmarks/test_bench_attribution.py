@@ -4,7 +4,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers import PROCESS_TIMEOUT, ROOT
+
+# Slow as a whole (tests/README.md, the fast lane): runs a benchmark script in a process
+pytestmark = pytest.mark.slow
 
 
 def test_bench_attribution_runs_ours_and_inseq_side_by_side(tmp_path):

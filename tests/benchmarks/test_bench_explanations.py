@@ -10,6 +10,9 @@ import pytest
 
 from tests.helpers import PROCESS_TIMEOUT, ROOT
 
+# Slow as a whole (tests/README.md, the fast lane): runs a benchmark script in a process
+pytestmark = pytest.mark.slow
+
 METHODS = ("attention", "saliency", "value_zeroing")
 
 

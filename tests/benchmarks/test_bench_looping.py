@@ -13,6 +13,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_looping import is_looping  # noqa: E402
 
+# Slow as a whole (tests/README.md, the fast lane): runs a benchmark script in a process
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize(
     "text",

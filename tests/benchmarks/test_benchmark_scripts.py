@@ -17,6 +17,9 @@ import transformers
 from hf_vaswani import kernels_vaswani, modeling_vaswani
 from tests.helpers import PROCESS_TIMEOUT, ROOT
 
+# Slow as a whole (tests/README.md, the fast lane): runs benchmark scripts in processes
+pytestmark = pytest.mark.slow
+
 
 def _benchmark_module(monkeypatch: pytest.MonkeyPatch, name: str):
     """A script of benchmarks/ imported as a module (they import `perf_common` from their own folder)."""

@@ -28,6 +28,9 @@ from hf_vaswani.training import (
 )
 from tests.helpers import PROCESS_TIMEOUT, TINY_CONFIG, training_corpus
 
+# Slow as a whole (tests/README.md, the fast lane): real training runs, killed and resumed
+pytestmark = pytest.mark.slow
+
 HOOKS = Path(__file__).resolve().parent.parent / "fault_hooks"
 # 156 training rows (both directions) in batches of 16: 10 updates per epoch. Checkpoints at 8, 16, 24 and 26
 # (the end); the kill comes while checkpoint-24 (epoch 2) is being written, so the run resumes from

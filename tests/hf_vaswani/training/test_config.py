@@ -21,6 +21,9 @@ from hf_vaswani.training.recipe_yaml import RecipeYAMLError, dump_recipe, load_r
 from tests.helpers import ROOT, TINY_CONFIG, training_corpus
 from tests.hf_vaswani.training.test_checkpoints import _env, _hf_vaswani
 
+# Slow as a whole (tests/README.md, the fast lane): real training runs in processes
+pytestmark = pytest.mark.slow
+
 
 def _one_error_line(err: str) -> str:
     assert "Traceback" not in err, err
