@@ -161,6 +161,7 @@ def real_processes(sound_folder, tmp_path_factory) -> dict[str, subprocess.Compl
     return {command: finish(process, timeout=PROCESS_TIMEOUT) for command, process in processes.items()}
 
 
+@pytest.mark.slow
 def test_the_command_line_exits_2_with_one_line(real_processes):
     result = real_processes["translate"]
     assert result.returncode == 2 and result.stdout == ""

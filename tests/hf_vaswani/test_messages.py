@@ -23,6 +23,9 @@ from hf_vaswani.outputs import OutputPlan
 from hf_vaswani.testing import tiny_model
 from tests.helpers import PROCESS_TIMEOUT, tiny_tokenizer
 
+# Slow as a whole (tests/README.md, the fast lane): commands run in real processes
+pytestmark = pytest.mark.slow
+
 
 def _cli(*argv: str) -> subprocess.CompletedProcess:
     executable = shutil.which("hf-vaswani") or str(Path(sys.executable).with_name("hf-vaswani"))

@@ -89,6 +89,7 @@ print(json.dumps({"single": [single["bleu"], single["chrf"]], "multi": [multi["b
 """
 
 
+@pytest.mark.slow
 def test_evaluate_load_works_offline(tmp_path):
     env = {
         **os.environ,

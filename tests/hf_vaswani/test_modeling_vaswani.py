@@ -503,6 +503,7 @@ def test_decoding_steps_with_a_cache_do_not_check_the_ids(tiny_model, source_bat
         tiny_model(input_ids=input_ids, decoder_input_ids=torch.tensor([[1, 300], [1, 7]]))
 
 
+@pytest.mark.slow
 def test_compiled_training_step_matches_eager():
     """`torch.compile(fullgraph=True)` (no graph break allowed) trains the same: loss and gradients, including the
     label-smoothed loss's hand-written backward with an incoming gradient other than 1.
@@ -549,6 +550,7 @@ def test_the_missing_decoder_input_error_names_the_decoder_inputs_and_labels():
     assert model(input_ids=input_ids, labels=torch.tensor([[10, 2]])).loss is not None
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not CHECKPOINT.is_dir(), reason="the shipped checkpoint is not in this checkout")
 def test_the_shipped_remote_code_gives_the_same_error(tmp_path):
     script = """

@@ -148,6 +148,7 @@ def test_the_translate_command_keeps_spans_unless_told_not_to(capsys):
     assert "764884" not in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_the_demo_keeps_spans_on_either_backend_unless_told_not_to(shipped):
     """The demo's PyTorch path (``--backend torch``, and every generate() translation) goes through the guard as
     CTranslate2's does; ``hf-vaswani demo --no-keep-spans`` switches it off."""

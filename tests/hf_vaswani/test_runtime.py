@@ -12,9 +12,13 @@ import pytest
 
 from tests.helpers import PROCESS_TIMEOUT
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc's allocator only"
-)
+# Slow as a whole (tests/README.md, the fast lane): each test measures a process
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc's allocator only"
+    ),
+]
 
 # 64 blocks of 1 MB allocated, touched and freed, four times: with freed memory kept, the rounds after the first
 # reuse the heap the first one faulted in.

@@ -72,6 +72,7 @@ def test_noun_phrases_stay_phrases(shipped):
     assert "sleep" in translate(shipped, ["el gato negro duerme"], "en")[0]
 
 
+@pytest.mark.slow
 def test_loads_with_trust_remote_code_without_our_package(shipped, tmp_path):
     script = """
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
@@ -93,6 +94,7 @@ def test_the_copied_model_code_is_the_package_code():
         assert (CHECKPOINT / name).read_bytes() == (package / name).read_bytes(), name
 
 
+@pytest.mark.slow
 def test_weights_edited_in_place_change_the_next_translation():
     """PEFT's `merge_and_unload()` writes merged weights through `.data`, which moves no version counter: an eval
     model must compute with the edited weights at once, not with a copy of the old ones."""
@@ -107,6 +109,7 @@ def test_weights_edited_in_place_change_the_next_translation():
     assert translate(shipped, ["El gato se comió el ratón."], "en") != ["The cat ate the mouse."]
 
 
+@pytest.mark.slow
 def test_model_card_snippet_runs_as_written_without_our_package(tmp_path):
     """The card's Python block, verbatim, in a process that cannot import hf_vaswani, with the checkpoint in an
     offline Hugging Face cache under the card's model id: it must finish (no prompt for remote code) and translate."""

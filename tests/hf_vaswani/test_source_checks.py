@@ -91,6 +91,7 @@ def test_the_shipped_pipeline_refuses_unknown_language_tokens_and_warns_on_speci
         assert translator("El gato.", tgt_lang="en", max_new_tokens=8)
 
 
+@pytest.mark.slow
 def test_the_command_refuses_special_token_text_in_one_line(tmp_path, capsys, monkeypatch):
     """``hf-vaswani translate TEXT`` on special-token text and on an unknown language token: exit 2, one line,
     nothing on stdout. The first case runs the installed command in a subprocess, for a real process's exit status

@@ -14,6 +14,9 @@ import pytest
 from hf_vaswani.outputs import OutputPlan, StaleStagingWarning, remove_stale_staging
 from tests.helpers import PROCESS_TIMEOUT
 
+# Slow as a whole (tests/README.md, the fast lane): a command killed and run again in processes
+pytestmark = pytest.mark.slow
+
 
 def _write_half_and_die(out: Path) -> None:
     """Stages the folder `out` through an OutputPlan, writes half of it, and kills its own process."""

@@ -205,6 +205,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow
 def test_save_pretrained_loads_with_autotokenizer_in_a_fresh_process(tokenizer, tmp_path):
     out = tmp_path / "tokenizer"
     tokenizer.save_pretrained(str(out))

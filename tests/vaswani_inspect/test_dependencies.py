@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from tests.helpers import PROCESS_TIMEOUT, ROOT
 
 #: Makes the listed top-level modules impossible to import, as if they were not installed.
@@ -33,6 +35,7 @@ def _run_without(blocked: set[str], script: str) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_a_missing_dependency_of_the_package_says_to_install_the_extra():
     outcome = _run_without(
         {"numpy"},
@@ -50,6 +53,7 @@ def test_a_missing_dependency_of_the_package_says_to_install_the_extra():
     assert outcome["cause"] == "ModuleNotFoundError" and outcome["cause_name"] == "numpy"
 
 
+@pytest.mark.slow
 def test_without_matplotlib_only_the_drawing_commands_fail(tmp_path):
     outcome = _run_without(
         {"matplotlib"},

@@ -38,6 +38,7 @@ def test_extract_names_unknown_characters_of_an_otherwise_readable_source(model,
         extract(model, tokenizer, "el gato negro 😀", "the black cat", direction="es-en")
 
 
+@pytest.mark.slow
 def test_inspect_refuses_emoji_only_text_in_one_line(model, tokenizer, tmp_path):
     """``hf-vaswani inspect '😀😀😀'`` in a subprocess: exit 2, one error line, no report."""
     folder = tmp_path / "model"

@@ -250,6 +250,7 @@ def steps_only(monkeypatch):
     monkeypatch.setattr(inspect, "_write_inspect_report", alignment_only)
 
 
+@pytest.mark.slow
 def test_inspect_steps_writes_the_trace_and_its_figures(tmp_path, steps_only):
     from hf_vaswani.cli import main
 

@@ -363,6 +363,7 @@ def test_folder_conversion_keeps_tokenizer_generation_settings_and_license(maria
         torch.testing.assert_close(model(**inputs).logits, marian(**inputs).logits, atol=ATOL, rtol=0)
 
 
+@pytest.mark.slow
 def test_hub_id_conversion_names_its_base_model(marian_folder, converted_from_hub_id):
     card = ModelCard.load(converted_from_hub_id / "README.md")
     assert card.data.base_model == HUB_ID
@@ -435,6 +436,7 @@ REMOTE_CODE_SCRIPT = """
     """
 
 
+@pytest.mark.slow
 def test_trust_remote_code_loads_the_converted_folder_without_our_package(
     marian_folder, converted_from_hub_id, tmp_path
 ):

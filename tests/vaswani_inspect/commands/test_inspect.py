@@ -29,6 +29,7 @@ def checkpoint(model, tokenizer, tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_cli_inspect_writes_the_report(checkpoint, tmp_path, capsys):
     out = tmp_path / "report"
     status = main(
@@ -111,6 +112,7 @@ def test_cli_align_eval_searches_layers_heads_and_shift(checkpoint, tmp_path, ca
     assert refused.value.code == 2 and "expected a whole number, 0 or more" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_cli_align_eval_writes_the_best_configuration_into_the_model(checkpoint, tmp_path, capsys):
     from hf_vaswani.configuration_vaswani import VaswaniConfig
     from vaswani_inspect import extract, load_model_and_tokenizer
@@ -156,6 +158,7 @@ def test_write_alignment_config_refuses_what_the_model_cannot_hold(checkpoint, t
     assert "no model config" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_cli_inspect_alignment_options(checkpoint, tmp_path):
     out = tmp_path / "report"
     arguments = ["inspect", "¿dónde está la casa?", "--target", "where is the house?", "--out", str(out)]
@@ -199,6 +202,7 @@ def test_add_parser_registers_every_subcommand():
     assert args.func.__name__ == "run_compare_bert" and args.bert == "bert-base-uncased"
 
 
+@pytest.mark.slow
 def test_python_dash_m_entry_point(capsys):
     """``python -m vaswani_inspect inspect --help`` in a real process finds the subcommand and its options; the
     list of subcommands, which the same `main` prints, is read in-process (another process would spend seconds
@@ -218,6 +222,7 @@ def test_python_dash_m_entry_point(capsys):
     assert exited.value.code == 0 and "inspect" in listed and "align-eval" in listed
 
 
+@pytest.mark.slow
 def test_report_of_an_empty_translation(record, tmp_path):
     empty = replace(
         record,
@@ -317,6 +322,7 @@ def test_inspect_checks_the_model_limits_before_running_it(case, checkpoint, no_
     assert not (tmp_path / "report").exists()
 
 
+@pytest.mark.slow
 def test_inspect_replaces_a_report_only_with_overwrite_and_whole(checkpoint, tmp_path, capsys):
     out = tmp_path / "report"
     argv = ["inspect", "el gato negro", "la casa", "--out", str(out), "--model", str(checkpoint)]
