@@ -163,6 +163,7 @@ def loaded_by_import() -> dict[str, set[str]]:
     return {package: {name.split(".")[0] for name in names} for package, names in modules.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("package", "absent"),
     [("hf_vaswani", FORBIDDEN["hf_vaswani"]), ("vaswani_inspect", FORBIDDEN["vaswani_inspect"])],

@@ -170,6 +170,7 @@ def test_cli_rejects_bad_numbers_in_one_line(capsys: pytest.CaptureFixture[str])
         assert exited.value.code == 2 and err.startswith("hf-vaswani demo: error:") and option in err, err
 
 
+@pytest.mark.slow
 def test_demo_command_module_loads_neither_gradio_nor_the_model():
     """``hf-vaswani`` imports every command module to build its parser: the demo's must stay light."""
     script = "import json, sys; import vaswani_demo.commands; print(json.dumps(sorted(sys.modules)))"
@@ -320,6 +321,7 @@ def test_alignment_controls_change_the_drawn_links(model_path: str):
     assert drawing.alignment_links(None) is None
 
 
+@pytest.mark.slow
 def test_alignment_controls_start_at_the_model_configuration(tmp_path: Path):
     from matplotlib.figure import Figure
 
@@ -523,6 +525,7 @@ def test_emoji_inside_a_sentence_is_translated_with_a_note(client):
     assert "never seen 🐈" in out["status"]
 
 
+@pytest.mark.slow
 def test_html_input_stays_text(client):
     out = _everything(client, XSS, "en-es", kind="cross")
     assert out["status"].startswith("Translated"), out["status"]
@@ -534,6 +537,7 @@ def test_html_input_stays_text(client):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 
 
+@pytest.mark.slow
 def test_twenty_concurrent_requests(client):
     sentences = [EXAMPLES[i % len(EXAMPLES)] for i in range(20)]
 

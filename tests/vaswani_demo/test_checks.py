@@ -208,6 +208,7 @@ def test_gradio_cache_is_pruned(backend):
     assert app.delete_cache == (CACHE_PRUNE_SECONDS, FILE_TTL_SECONDS)
 
 
+@pytest.mark.slow
 def test_closing_the_app_removes_its_files(model_path: str, tmp_path: Path):
     from gradio_client import Client
 
@@ -238,6 +239,7 @@ def test_closing_the_app_leaves_a_given_backend_open(backend):
     assert backend.files.save(backend.runner.translate("el gato negro", "es-en", 1, 8).record)
 
 
+@pytest.mark.slow
 def test_no_record_folder_outlives_the_process(model_path: str, tmp_path: Path):
     """One app is closed, the other is left open when the interpreter exits: no ``vaswani-demo-*`` folder
     remains either way (they are made in the folder Gradio serves its files from, ``GRADIO_TEMP_DIR``)."""

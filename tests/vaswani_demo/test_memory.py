@@ -32,6 +32,7 @@ print(json.dumps({"base": base, "freed": freed, "after": rss(), "released": rele
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
 def test_freed_memory_kept_by_the_allocator_goes_back_to_the_system():
     import json

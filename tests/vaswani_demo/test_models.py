@@ -122,6 +122,7 @@ def test_each_architecture_translates_aligns_ablates_and_explains(architecture: 
         backend.close()
 
 
+@pytest.mark.slow
 def test_a_pair_of_one_direction_models_serves_each_direction_by_its_own(tiny_architecture_folders, tmp_path):
     """``--model es-en=MARIAN --model en-es=BART``: both directions offered, each translated by its model (its
     record, its copy for heads off), and said so on the page; the API takes either direction."""

@@ -112,6 +112,7 @@ def test_a_translation_chosen_by_ctranslate2_is_compared_with_pytorchs(backend):
     assert "translates this as" not in backend.runner.ablate(record, {"encoder": ["L0 H0"]}).status
 
 
+@pytest.mark.slow
 def test_translations_served_during_ablations_keep_every_head(backend):
     sentences = ["el gato negro", "El banco aprobó el crédito", "Me senté en el banco de la plaza"]
     expected = {text: backend.runner.translate(text, "es-en", 1, 12).translation for text in sentences}

@@ -166,6 +166,7 @@ def test_the_launched_app_keeps_at_most_max_sessions(served):
     assert app.state_session_capacity == MAX_SESSIONS
 
 
+@pytest.mark.slow
 def test_fresh_sessions_beyond_the_cap_drop_the_oldest_records(backend, monkeypatch: pytest.MonkeyPatch):
     import vaswani_demo.app as app_module
 

@@ -208,6 +208,7 @@ def test_the_backend_speaks_spanish(backend):
     assert re.match(r"1 cabeza\(s\) apagada\(s\) \(cross L0 H0\), traducido en \d+,\d\d s: la traducción ", ablated)
 
 
+@pytest.mark.slow
 def test_api_answers_in_the_language_asked_for(url: str):
     from gradio_client import Client
     from gradio_client.exceptions import AppError
