@@ -169,6 +169,7 @@ def test_the_command_line_exits_2_with_one_line(real_processes):
     assert len(lines) == 1 and lines[0].startswith("hf-vaswani translate: error: The model at "), result.stderr
 
 
+@pytest.mark.slow
 def test_the_demo_refuses_to_start_on_a_broken_model(real_processes):
     result = real_processes["demo"]
     assert result.returncode == 2, result.stderr[-2000:]
