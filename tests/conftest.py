@@ -18,6 +18,13 @@ from hf_vaswani import VaswaniForConditionalGeneration  # noqa: E402
 from tests.helpers import tiny_config  # noqa: E402
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A browser test is slow too (it starts chromium and waits on the page): the fast lane leaves it out."""
+    for item in items:
+        if item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def tiny_model() -> VaswaniForConditionalGeneration:
     torch.manual_seed(0)
@@ -67,3 +74,23 @@ def tiny_architecture_folders(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("architectures")
     return {architecture: write_tiny_architecture(architecture, root / architecture) for architecture in ARCHITECTURES}
+
+
+@pytest.fixture
+def no_model(monkeypatch):
+    """Fail the test if a command loads a model: the case must be refused before."""
+
+    def load_translator(*args, **kwargs):
+        raise AssertionError("the model was loaded before the bad input was refused")
+
+    monkeypatch.setattr("hf_vaswani.inference.load_translator", load_translator)
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    """(model, tokenizer) of the shipped checkpoint, loaded as ``hf-vaswani translate`` loads it; one per test
+    module (treat it as read-only)."""
+    from hf_vaswani.inference import load_translator
+    from tests.helpers import CHECKPOINT
+
+    return load_translator(CHECKPOINT)

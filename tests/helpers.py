@@ -22,6 +22,11 @@ from hf_vaswani.tokenization import train_tokenizer
 ROOT = Path(__file__).resolve().parent.parent
 #: The checkpoint shipped in the repository.
 CHECKPOINT = ROOT / "pretrained" / "vaswani-tatoeba-es-en"
+#: How long a test waits for a process it started before it calls the process hung (seconds). Only a hang may fail
+#: a test on time: on a 2-core machine loaded by other jobs, a process that imports torch and transformers took over
+#: 120 s to do what it does in 5 s alone, so the limit is far above the slowest process of the suite (a wheel install
+#: or a notebook run, a few minutes alone).
+PROCESS_TIMEOUT = 1800
 
 
 def unwritable_folder(tmp_path: Path) -> Path:
@@ -143,6 +148,39 @@ def training_corpus() -> str:
 
 
 # ----------------------------------------------------------------------------------------------------------------
+# Pinning a model's output only where the beam chooses it clearly
+# ----------------------------------------------------------------------------------------------------------------
+
+#: How much higher the beam's score (its length-normalised log-probability) of a pinned translation must be than
+#: that of the beam's next hypothesis for the translation to be pinned as the one output. Two machines, or PyTorch
+#: and CTranslate2, compute the scores a few hundredths apart: "The mouse ate the cat." scores 0.04 higher as
+#: "El ratón comió al gato." than as "... el gato." and machines differ on it, while the course examples pinned to
+#: one translation win by 0.15 or more.
+CLEAR_MARGIN = 0.1
+
+
+def beam_hypotheses(model: Any, tokenizer: Any, text: str, direction: str) -> list[tuple[str, float]]:
+    """(translation, score) of each finished hypothesis of the beam for `text` in `direction` ("es-en"), best
+    first, with the model's own decoding settings (its generation config)."""
+    import torch
+
+    target = direction.split("-")[1]
+    batch = tokenizer([f">>{target}<< {text}"], return_tensors="pt")
+    beams = model.generation_config.num_beams
+    with torch.no_grad():
+        out = model.generate(**batch, num_return_sequences=beams, output_scores=True, return_dict_in_generate=True)
+    translations = tokenizer.batch_decode(out.sequences, skip_special_tokens=True)
+    return list(zip(translations, out.sequences_scores.tolist(), strict=True))
+
+
+def near_ties(model: Any, tokenizer: Any, text: str, direction: str) -> set[str]:
+    """The translations of `text` that another machine or backend may choose: the beam's best hypothesis and those
+    that score within `CLEAR_MARGIN` of it. A translation may be pinned as the one output where this is only it."""
+    (best, best_score), *others = beam_hypotheses(model, tokenizer, text, direction)
+    return {best} | {other for other, score in others if best_score - score < CLEAR_MARGIN}
+
+
+# ----------------------------------------------------------------------------------------------------------------
 # Loading saved folders without our packages, as a `trust_remote_code` user does
 # ----------------------------------------------------------------------------------------------------------------
 
@@ -172,7 +210,7 @@ def run_without_our_packages(script: str, *args: str, env: dict[str, str]) -> di
         env=env,
         cwd="/",
         stdin=subprocess.DEVNULL,
-        timeout=300,
+        timeout=PROCESS_TIMEOUT,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])

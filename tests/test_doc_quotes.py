@@ -3,7 +3,8 @@
 Three kinds of quote are read from the pages themselves, so that a page edited, or a checkpoint retrained, cannot
 leave a stale quote behind:
 
-* prose pairs `"source" → "output"` anywhere in the pages, translated with the model's own generation settings;
+* prose pairs `"source" → "output"` anywhere in the pages, translated with the model's own generation settings (where
+  the beam ends in a near tie, `tests.helpers.near_ties`, the page may quote any of its top hypotheses);
 * the outputs a code example shows in a comment (`# ['The black cat sleeps.']`), each listed in `CODE_QUOTES`
   with the settings that example runs with; a new such comment that is not listed fails the test;
 * the few sentences that describe an output without quoting it whole;
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CHECKPOINT, ROOT
+from tests.helpers import CHECKPOINT, ROOT, near_ties
 
 pytestmark = pytest.mark.skipif(not CHECKPOINT.is_dir(), reason="the shipped checkpoint is not in this checkout")
 
@@ -72,13 +73,6 @@ def shown_outputs(line: str) -> list[str]:
     return [item["translation_text"] if isinstance(item, dict) else item for item in shown]
 
 
-@pytest.fixture(scope="module")
-def shipped():
-    from hf_vaswani.inference import load_translator
-
-    return load_translator(CHECKPOINT)
-
-
 def translate_one(shipped, source: str, direction: str, **settings) -> str:
     from hf_vaswani.inference import translate
 
@@ -103,7 +97,11 @@ def test_every_arrow_quote_is_what_the_model_outputs(shipped):
     for direction in ("es-en", "en-es"):
         mine = [(page, source, output) for page, source, output in quotes if direction_of(output) == direction]
         outputs = translate(model, tokenizer, [source for _, source, _ in mine], direction=direction)
-        wrong += [(page, source, quoted, got) for (page, source, quoted), got in zip(mine, outputs) if got != quoted]
+        wrong += [
+            (page, source, quoted, got)
+            for (page, source, quoted), got in zip(mine, outputs)
+            if got != quoted and quoted not in near_ties(model, tokenizer, source, direction)
+        ]
     assert not wrong, "quoted → what the model outputs: " + "; ".join(
         f'{page}: "{source}" → "{quoted}", the model gives "{got}"' for page, source, quoted, got in wrong
     )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import PROCESS_TIMEOUT, ROOT
 
 PACKAGES = ("hf_vaswani", "vaswani_inspect", "vaswani_demo")
 
@@ -155,12 +155,15 @@ def loaded_by_import() -> dict[str, set[str]]:
         "import vaswani_inspect; loaded['vaswani_inspect'] = sorted(sys.modules)\n"
         "print(json.dumps(loaded))"
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=PROCESS_TIMEOUT, cwd=ROOT
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     modules = json.loads(result.stdout.strip().splitlines()[-1])
     return {package: {name.split(".")[0] for name in names} for package, names in modules.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("package", "absent"),
     [("hf_vaswani", FORBIDDEN["hf_vaswani"]), ("vaswani_inspect", FORBIDDEN["vaswani_inspect"])],

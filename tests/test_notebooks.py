@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import PROCESS_TIMEOUT, ROOT
 
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
@@ -91,6 +91,6 @@ def test_the_setup_command_installs_what_the_notebooks_install_on_colab():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs(path, tmp_path):
     command = [sys.executable, str(ROOT / "scripts" / "run_notebooks.py"), "--out", str(tmp_path), str(path)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=PROCESS_TIMEOUT)
     assert result.returncode == 0, f"{path.name} failed:\n{result.stderr[-6000:]}"
     assert (tmp_path / path.name).is_file()

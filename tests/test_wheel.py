@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CHECKPOINT, ROOT, finish
+from tests.helpers import CHECKPOINT, PROCESS_TIMEOUT, ROOT, finish
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +40,7 @@ def _popen(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> sub
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return finish(_popen(args, cwd, env), timeout=900)
+    return finish(_popen(args, cwd, env), timeout=PROCESS_TIMEOUT)
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +140,7 @@ def failed_commands(core_install, tmp_path_factory) -> dict[str, subprocess.Comp
         (folder / "pairs.tsv").write_text("The cat.\tEl gato.\n", encoding="utf-8")
         command = [str(core_install / "hf-vaswani"), *arguments]
         processes[name] = _popen(command, folder, _venv_env(HF_HUB_OFFLINE="1"))
-    return {name: finish(process, timeout=900) for name, process in processes.items()}
+    return {name: finish(process, timeout=PROCESS_TIMEOUT) for name, process in processes.items()}
 
 
 def test_without_a_model_the_commands_say_where_one_comes_from(failed_commands):

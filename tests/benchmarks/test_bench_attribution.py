@@ -4,7 +4,12 @@ import json
 import subprocess
 import sys
 
-from tests.helpers import ROOT
+import pytest
+
+from tests.helpers import PROCESS_TIMEOUT, ROOT
+
+# Slow as a whole (tests/README.md, the fast lane): runs a benchmark script in a process
+pytestmark = pytest.mark.slow
 
 
 def test_bench_attribution_runs_ours_and_inseq_side_by_side(tmp_path):
@@ -14,7 +19,7 @@ def test_bench_attribution_runs_ours_and_inseq_side_by_side(tmp_path):
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=PROCESS_TIMEOUT,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     results = json.loads((tmp_path / "attribution.json").read_text())

@@ -12,6 +12,7 @@ from hf_vaswani import VaswaniForConditionalGeneration
 from tests.helpers import PAIRS, ROOT, tiny_config, tiny_tokenizer
 
 
+@pytest.mark.slow
 def test_bench_backends_puts_the_four_backends_side_by_side(tmp_path, monkeypatch, capsys):
     pytest.importorskip("ctranslate2")
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))

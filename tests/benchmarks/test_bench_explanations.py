@@ -8,7 +8,10 @@ import sys
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import PROCESS_TIMEOUT, ROOT
+
+# Slow as a whole (tests/README.md, the fast lane): runs a benchmark script in a process
+pytestmark = pytest.mark.slow
 
 METHODS = ("attention", "saliency", "value_zeroing")
 
@@ -17,7 +20,7 @@ def _bench(tmp_path, name, *extra):
     argv = [sys.executable, "benchmarks/bench_explanations.py", "--tiny", "--test-pairs", "2"]
     argv += ["--validation-pairs", "2", "--methods", *METHODS]
     argv += ["--work", str(tmp_path / "work"), "--json", str(tmp_path / name), *extra]  # results out of the repo
-    completed = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    completed = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=PROCESS_TIMEOUT)
     assert completed.returncode == 0, completed.stdout + completed.stderr
     return completed, json.loads((tmp_path / f"{name}.json").read_text())
 

@@ -7,11 +7,14 @@ import sys
 import pytest
 
 from hf_vaswani.testing import tiny_model
-from tests.helpers import PAIRS, ROOT, tiny_tokenizer
+from tests.helpers import PAIRS, PROCESS_TIMEOUT, ROOT, tiny_tokenizer
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_looping import is_looping  # noqa: E402
+
+# Slow as a whole (tests/README.md, the fast lane): runs a benchmark script in a process
+pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize(
@@ -37,7 +40,7 @@ def test_bench_looping_compares_settings_on_a_tiny_model(tmp_path):
     name = str(tmp_path / "looping")  # an absolute name: the results stay out of benchmarks/results
     command = [sys.executable, "benchmarks/bench_looping.py", "--pairs", str(tmp_path / "pairs.tsv")]
     command += ["--model", str(tmp_path / "model"), "--settings", "none", "no_repeat_ngram_size=3", "--json", name]
-    completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=PROCESS_TIMEOUT)
     assert completed.returncode == 0, completed.stdout + completed.stderr
     results = json.loads((tmp_path / "looping.json").read_text())
     assert list(results["settings"]) == ["none", "no_repeat_ngram_size=3"] and results["count"] == 3

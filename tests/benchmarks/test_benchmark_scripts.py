@@ -15,7 +15,10 @@ import torch
 import transformers
 
 from hf_vaswani import kernels_vaswani, modeling_vaswani
-from tests.helpers import ROOT
+from tests.helpers import PROCESS_TIMEOUT, ROOT
+
+# Slow as a whole (tests/README.md, the fast lane): runs benchmark scripts in processes
+pytestmark = pytest.mark.slow
 
 
 def _benchmark_module(monkeypatch: pytest.MonkeyPatch, name: str):
@@ -38,7 +41,7 @@ def test_gpu_device_script_runs_gpu_py_and_writes_its_results_to_out(tmp_path):
         env=environment,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=PROCESS_TIMEOUT,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert f"transformers {transformers.__version__}" in completed.stdout  # versions first, then the benchmark
@@ -62,7 +65,7 @@ def _profile_ops(*arguments: str) -> str:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=PROCESS_TIMEOUT,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     return completed.stdout
@@ -119,7 +122,7 @@ def test_bench_vs_marian_compares_twins_that_compute_the_same_function(tmp_path)
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=PROCESS_TIMEOUT,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     results = json.loads((tmp_path / "vs_marian.json").read_text())
@@ -220,7 +223,7 @@ def _bench_demo(tmp_path: Path, *arguments: str) -> tuple[str, dict]:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=PROCESS_TIMEOUT,
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
     return completed.stdout, json.loads(out.read_text())

@@ -21,7 +21,7 @@ from safetensors.torch import load_file, save_file
 
 from hf_vaswani.cli import main
 from hf_vaswani.testing import tiny_model
-from tests.helpers import PAIRS, ROOT, finish, tiny_tokenizer
+from tests.helpers import PAIRS, PROCESS_TIMEOUT, ROOT, finish, tiny_tokenizer
 
 
 def _missing_tensor(folder):
@@ -168,9 +168,10 @@ def real_processes(sound_folder, tmp_path_factory) -> dict[str, subprocess.Compl
         )
         for command, argv in arguments.items()
     }
-    return {command: finish(process, timeout=300) for command, process in processes.items()}
+    return {command: finish(process, timeout=PROCESS_TIMEOUT) for command, process in processes.items()}
 
 
+@pytest.mark.slow
 def test_the_command_line_exits_2_with_one_line(real_processes):
     result = real_processes["translate"]
     assert result.returncode == 2 and result.stdout == ""
@@ -178,6 +179,7 @@ def test_the_command_line_exits_2_with_one_line(real_processes):
     assert len(lines) == 1 and lines[0].startswith("hf-vaswani translate: error: The model at "), result.stderr
 
 
+@pytest.mark.slow
 def test_the_demo_refuses_to_start_on_a_broken_model(real_processes):
     result = real_processes["demo"]
     assert result.returncode == 2, result.stderr[-2000:]

@@ -12,7 +12,7 @@ import pytest
 import torch
 import yaml
 
-from tests.helpers import TINY_CONFIG, training_corpus
+from tests.helpers import PROCESS_TIMEOUT, TINY_CONFIG, training_corpus
 
 HOOKS = Path(__file__).resolve().parent / "fault_hooks"
 
@@ -56,7 +56,7 @@ def test_torchrun_two_cpu_processes_end_with_identical_weights(tmp_path):
         "--set",
         f"training.output_dir={out}",
     ]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=220)
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=PROCESS_TIMEOUT)
     assert result.returncode == 0, result.stderr[-4000:]
 
     # Only rank 0 prints the summary; it ran as one of 2 processes of one DDP group.

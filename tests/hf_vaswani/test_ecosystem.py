@@ -80,6 +80,7 @@ def assert_same_attentions(found: list, expected) -> None:
             torch.testing.assert_close(torch.tensor(got), want, atol=1e-6, rtol=0)
 
 
+@pytest.mark.slow
 @needs_checkpoint
 def test_automodel_gives_bertviz_the_shipped_attentions_without_our_package(tmp_path):
     """``AutoModel.from_pretrained(folder, output_attentions=True, trust_remote_code=True)``, as bertviz's README
@@ -118,6 +119,7 @@ def test_a_newly_saved_model_names_its_bare_encoder_decoder_for_automodel(tmp_pa
 # ---------------------------------------------------------------------------------------------- generation
 
 
+@pytest.mark.slow
 def test_static_cache_and_compiled_generation_give_the_dynamic_cache_tokens(tiny_model, source_batch):
     input_ids, attention_mask = source_batch
     inputs = dict(input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=8, min_new_tokens=8)

@@ -194,6 +194,7 @@ def test_export_marian_refuses_what_marian_cannot_compute(overrides, named):
         to_marian(random_model(**overrides))
 
 
+@pytest.mark.slow
 def test_export_marian_of_the_shipped_checkpoint_from_the_command_line(tmp_path, capsys):
     out = tmp_path / "marian"
     assert main(["export-marian", str(CHECKPOINT), str(out)]) == 0
@@ -516,6 +517,7 @@ def shipped_copy(tmp_path_factory):
     return Path(shutil.copytree(CHECKPOINT, copy, ignore=shutil.ignore_patterns("ctranslate2-*")))
 
 
+@pytest.mark.slow
 def test_ctranslate2_float32_translates_the_shipped_checkpoint_as_we_do(shipped_translations, shipped_copy):
     pytest.importorskip("ctranslate2")
     from hf_vaswani.backends import load_ctranslate2, user_cache_dir

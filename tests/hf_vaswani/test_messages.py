@@ -21,7 +21,10 @@ from hf_vaswani.cli import main
 from hf_vaswani.model_folder import check_json_files
 from hf_vaswani.outputs import OutputPlan
 from hf_vaswani.testing import tiny_model
-from tests.helpers import tiny_tokenizer
+from tests.helpers import PROCESS_TIMEOUT, tiny_tokenizer
+
+# Slow as a whole (tests/README.md, the fast lane): commands run in real processes
+pytestmark = pytest.mark.slow
 
 
 def _cli(*argv: str) -> subprocess.CompletedProcess:
@@ -29,7 +32,7 @@ def _cli(*argv: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"}
     env.pop("HF_VASWANI_TRACEBACK", None)
     return subprocess.run(
-        [executable, *argv], capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=300
+        [executable, *argv], capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=PROCESS_TIMEOUT
     )
 
 

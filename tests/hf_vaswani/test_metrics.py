@@ -13,7 +13,7 @@ import sacrebleu
 from transformers import EvalPrediction
 
 from hf_vaswani.metrics import METRIC_PATH, BleuChrf, compute_translation_metrics, make_compute_metrics
-from tests.helpers import PAIRS, tiny_tokenizer
+from tests.helpers import PAIRS, PROCESS_TIMEOUT, tiny_tokenizer
 
 PREDICTIONS = [
     "The black cat is sleeping on the sofa.",
@@ -89,6 +89,7 @@ print(json.dumps({"single": [single["bleu"], single["chrf"]], "multi": [multi["b
 """
 
 
+@pytest.mark.slow
 def test_evaluate_load_works_offline(tmp_path):
     env = {
         **os.environ,
@@ -105,7 +106,7 @@ def test_evaluate_load_works_offline(tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PROCESS_TIMEOUT,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     scores = json.loads(result.stdout.strip().splitlines()[-1])

@@ -145,13 +145,6 @@ def test_no_warning_when_every_placeholder_comes_back(vocabulary):
         ]
 
 
-@pytest.fixture(scope="module")
-def shipped():
-    from hf_vaswani.inference import load_translator
-
-    return load_translator()
-
-
 def test_the_shipped_model_keeps_a_long_number_with_the_guard_on(shipped):
     from hf_vaswani.inference import translate
 
@@ -171,6 +164,7 @@ def test_the_translate_command_keeps_spans_unless_told_not_to(capsys):
     assert "764884" not in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_the_demo_keeps_spans_on_either_backend_unless_told_not_to(shipped):
     """The demo's PyTorch path (``--backend torch``, and every generate() translation) goes through the guard as
     CTranslate2's does; ``hf-vaswani demo --no-keep-spans`` switches it off."""

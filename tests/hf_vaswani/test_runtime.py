@@ -10,9 +10,15 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc's allocator only"
-)
+from tests.helpers import PROCESS_TIMEOUT
+
+# Slow as a whole (tests/README.md, the fast lane): each test measures a process
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc's allocator only"
+    ),
+]
 
 # 64 blocks of 1 MB allocated, touched and freed, four times: with freed memory kept, the rounds after the first
 # reuse the heap the first one faulted in.
@@ -36,7 +42,12 @@ def _run(mode: str, **environment: str) -> dict:
     env.pop("GLIBC_TUNABLES", None)
     env.update(environment)
     done = subprocess.run(
-        [sys.executable, "-c", _PROGRAM, mode], env=env, capture_output=True, text=True, check=True, timeout=120
+        [sys.executable, "-c", _PROGRAM, mode],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=PROCESS_TIMEOUT,
     )
     return json.loads(done.stdout.strip().splitlines()[-1])
 

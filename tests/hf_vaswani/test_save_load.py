@@ -82,6 +82,7 @@ def run_without_our_package(model_id: str, input_ids: torch.Tensor, env: dict) -
     return run_without_our_packages(REMOTE_CODE_SCRIPT, model_id, json.dumps(input_ids.tolist()), env=env)
 
 
+@pytest.mark.slow
 def test_trust_remote_code_in_fresh_process_without_our_package(tmp_path, source_batch):
     model, folder = saved_model(tmp_path)
     input_ids, _ = source_batch
@@ -91,6 +92,7 @@ def test_trust_remote_code_in_fresh_process_without_our_package(tmp_path, source
     assert result == {"class": "VaswaniForConditionalGeneration", "tokens": expected}
 
 
+@pytest.mark.slow
 def test_load_by_hub_id_from_offline_cache(tmp_path, source_batch):
     """Lay the files out as huggingface_hub's cache does (models--org--name/snapshots/<commit>, refs/main)."""
     model, folder = saved_model(tmp_path)
@@ -166,6 +168,7 @@ def pad_batch(features: list[dict]) -> dict:
     return {"input_ids": input_ids, "attention_mask": (input_ids != 0).long(), "labels": pad("labels", -100)}
 
 
+@pytest.mark.slow
 def test_seq2seq_trainer_reduces_loss_and_predicts_with_generate(tmp_path):
     torch.manual_seed(0)
     model = VaswaniForConditionalGeneration(tiny_config(vocab_size=24, label_smoothing=0.0))

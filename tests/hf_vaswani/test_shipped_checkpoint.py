@@ -10,16 +10,9 @@ from huggingface_hub import ModelCard
 from safetensors import safe_open
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-from tests.helpers import CHECKPOINT, ROOT, run_without_our_packages
+from tests.helpers import CHECKPOINT, PROCESS_TIMEOUT, ROOT, run_without_our_packages
 
 pytestmark = pytest.mark.skipif(not CHECKPOINT.is_dir(), reason="the shipped checkpoint is not in this checkout")
-
-
-@pytest.fixture(scope="module")
-def shipped():
-    tokenizer = AutoTokenizer.from_pretrained(CHECKPOINT)
-    model = AutoModelForSeq2SeqLM.from_pretrained(CHECKPOINT).eval()
-    return model, tokenizer
 
 
 def translate(shipped, sources: list[str], target: str) -> list[str]:
@@ -79,6 +72,7 @@ def test_noun_phrases_stay_phrases(shipped):
     assert "sleep" in translate(shipped, ["el gato negro duerme"], "en")[0]
 
 
+@pytest.mark.slow
 def test_loads_with_trust_remote_code_without_our_package(shipped, tmp_path):
     script = """
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
@@ -100,6 +94,7 @@ def test_the_copied_model_code_is_the_package_code():
         assert (CHECKPOINT / name).read_bytes() == (package / name).read_bytes(), name
 
 
+@pytest.mark.slow
 def test_weights_edited_in_place_change_the_next_translation():
     """PEFT's `merge_and_unload()` writes merged weights through `.data`, which moves no version counter: an eval
     model must compute with the edited weights at once, not with a copy of the old ones."""
@@ -114,6 +109,7 @@ def test_weights_edited_in_place_change_the_next_translation():
     assert translate(shipped, ["El gato se comió el ratón."], "en") != ["The cat ate the mouse."]
 
 
+@pytest.mark.slow
 def test_model_card_snippet_runs_as_written_without_our_package(tmp_path):
     """The card's Python block, verbatim, in a process that cannot import hf_vaswani, with the checkpoint in an
     offline Hugging Face cache under the card's model id: it must finish (no prompt for remote code) and translate."""
@@ -140,7 +136,7 @@ def test_model_card_snippet_runs_as_written_without_our_package(tmp_path):
         env=env,
         cwd=tmp_path,
         stdin=subprocess.DEVNULL,  # a prompt for remote code would read EOF and fail, not hang
-        timeout=300,
+        timeout=PROCESS_TIMEOUT,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "cat" in result.stdout and "translation_text" in result.stdout

@@ -12,6 +12,10 @@ from pathlib import Path
 import pytest
 
 from hf_vaswani.outputs import OutputPlan, StaleStagingWarning, remove_stale_staging
+from tests.helpers import PROCESS_TIMEOUT
+
+# Slow as a whole (tests/README.md, the fast lane): a command killed and run again in processes
+pytestmark = pytest.mark.slow
 
 
 def _write_half_and_die(out: Path) -> None:
@@ -93,7 +97,7 @@ def test_inspect_overwrite_after_a_killed_run_cleans_its_staging_folder(model, t
         text=True,
         env=env,
         stdin=subprocess.DEVNULL,
-        timeout=300,
+        timeout=PROCESS_TIMEOUT,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "hf-vaswani inspect: warning: removed what a killed run left while writing" in result.stderr

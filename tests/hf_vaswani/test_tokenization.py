@@ -26,7 +26,7 @@ from hf_vaswani.tokenization import (
     source_with_language,
     train_tokenizer,
 )
-from tests.helpers import PAIRS, tiny_tokenizer
+from tests.helpers import PAIRS, PROCESS_TIMEOUT, tiny_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -205,6 +205,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow
 def test_save_pretrained_loads_with_autotokenizer_in_a_fresh_process(tokenizer, tmp_path):
     out = tmp_path / "tokenizer"
     tokenizer.save_pretrained(str(out))
@@ -216,7 +217,7 @@ def test_save_pretrained_loads_with_autotokenizer_in_a_fresh_process(tokenizer, 
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PROCESS_TIMEOUT,
         check=True,
     )
     loaded = json.loads(result.stdout.strip().splitlines()[-1])

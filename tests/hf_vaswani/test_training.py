@@ -24,6 +24,9 @@ from hf_vaswani.training import (
 )
 from tests.helpers import ROOT, TINY_CONFIG, training_corpus
 
+# Slow as a whole (tests/README.md, the fast lane): its module fixtures train tiny models
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import ROOT
-from tests.vaswani_demo.test_demo import CHROMIUM, CHROMIUM_ARGS, _free_port
+from tests.vaswani_demo.test_app import CHROMIUM, CHROMIUM_ARGS, _free_port
 from vaswani_demo import build_app, launch_app
 from vaswani_demo.texts import page_text
 

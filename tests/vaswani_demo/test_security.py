@@ -18,7 +18,7 @@ os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 pytest.importorskip("gradio")
 httpx = pytest.importorskip("httpx")
 
-from tests.vaswani_demo.test_demo import _free_port  # noqa: E402
+from tests.vaswani_demo.test_app import _free_port  # noqa: E402
 from vaswani_demo import build_app, launch_app  # noqa: E402
 from vaswani_demo.security import needs_uploads, served_host_names  # noqa: E402
 from vaswani_demo.settings import MAX_SESSIONS  # noqa: E402
@@ -198,6 +198,7 @@ def test_the_launched_app_keeps_at_most_max_sessions(served):
     assert app.state_session_capacity == MAX_SESSIONS
 
 
+@pytest.mark.slow
 def test_fresh_sessions_beyond_the_cap_drop_the_oldest_records(backend, monkeypatch: pytest.MonkeyPatch):
     import vaswani_demo.app as app_module
 

@@ -230,6 +230,7 @@ def test_a_model_whose_attention_is_elsewhere_is_refused_naming_what_is_missing(
         architecture_of(torch.nn.Linear(2, 2))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ARCHITECTURES)
 def test_the_commands_take_any_supported_model(name, tiny_architecture_folders, tmp_path, capsys):
     from hf_vaswani.cli import main

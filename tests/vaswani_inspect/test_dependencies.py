@@ -8,7 +8,9 @@ import subprocess
 import sys
 import textwrap
 
-from tests.helpers import ROOT
+import pytest
+
+from tests.helpers import PROCESS_TIMEOUT, ROOT
 
 #: Makes the listed top-level modules impossible to import, as if they were not installed.
 BLOCKER = """
@@ -26,11 +28,14 @@ sys.meta_path.insert(0, Blocker())
 
 def _run_without(blocked: set[str], script: str) -> dict:
     code = f"BLOCKED = {sorted(blocked)!r}\n{BLOCKER}\n{textwrap.dedent(script)}"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=PROCESS_TIMEOUT, cwd=ROOT
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_a_missing_dependency_of_the_package_says_to_install_the_extra():
     outcome = _run_without(
         {"numpy"},
@@ -48,6 +53,7 @@ def test_a_missing_dependency_of_the_package_says_to_install_the_extra():
     assert outcome["cause"] == "ModuleNotFoundError" and outcome["cause_name"] == "numpy"
 
 
+@pytest.mark.slow
 def test_without_matplotlib_only_the_drawing_commands_fail(tmp_path):
     outcome = _run_without(
         {"matplotlib"},

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from hf_vaswani.source_checks import UnknownCharactersWarning
+from tests.helpers import PROCESS_TIMEOUT
 from vaswani_inspect import extract
 
 REFUSED = {
@@ -50,6 +51,7 @@ def test_extract_names_unknown_characters_of_an_otherwise_readable_source(model,
         extract(model, tokenizer, "el gato negro 😀", "the black cat", direction="es-en")
 
 
+@pytest.mark.slow
 def test_inspect_refuses_emoji_only_text_in_one_line(model, tokenizer, tmp_path):
     """``hf-vaswani inspect '😀😀😀'`` in a subprocess: exit 2, one error line, no report."""
     folder = tmp_path / "model"
@@ -64,7 +66,7 @@ def test_inspect_refuses_emoji_only_text_in_one_line(model, tokenizer, tmp_path)
         text=True,
         env=env,
         stdin=subprocess.DEVNULL,
-        timeout=300,
+        timeout=PROCESS_TIMEOUT,
     )
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert result.returncode == 2 and len(lines) == 1, result.stderr[-2000:]

@@ -29,13 +29,6 @@ def one_thread():
 
 
 @pytest.fixture(scope="module")
-def shipped():
-    from vaswani_inspect import load_model_and_tokenizer
-
-    return load_model_and_tokenizer()
-
-
-@pytest.fixture(scope="module")
 def tiny_models(tiny_architecture_folders):
     from vaswani_inspect.loading import load_for_inspection
 
@@ -329,6 +322,7 @@ def steps_only(monkeypatch):
     monkeypatch.setattr(inspect, "_write_inspect_report", alignment_only)
 
 
+@pytest.mark.slow
 def test_inspect_steps_writes_the_trace_and_its_figures(tmp_path, steps_only):
     from hf_vaswani.cli import main
 

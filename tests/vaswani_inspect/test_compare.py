@@ -308,6 +308,7 @@ def test_causal_bert_sees_no_future_tokens_and_flag_is_restored(minilm):
         np.testing.assert_allclose(c.sum(-1), 1.0, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_compare_bert_with_our_encoder_and_decoder(ours, minilm):
     model, tokenizer = ours
     bert, bert_tokenizer = minilm
@@ -327,6 +328,7 @@ def test_compare_bert_with_our_encoder_and_decoder(ours, minilm):
     assert stats == {"encoder"} and all(0.0 <= s.special <= 1.0 for s in encoder.stats_a)
 
 
+@pytest.mark.slow
 def test_command_writes_the_report(ours_dir, tmp_path):
     out = tmp_path / "report"
     argv = ["compare-bert", "--bert", MINILM, "--sentences", str(SENTENCES), "--out", str(out)]
@@ -438,6 +440,7 @@ def test_too_long_sentences_are_rejected_never_truncated(ours, minilm):
     assert "BERT accepts 512" in result.skipped[0]["reason"]
 
 
+@pytest.mark.slow
 def test_report_round_trip_without_decoder(ours, minilm, tmp_path):
     model, tokenizer = ours
     bert, bert_tokenizer = minilm
@@ -503,6 +506,7 @@ def test_command_checks_arguments_inputs_and_output_before_loading(case, ours_di
     assert not (tmp_path / "out").exists() and [p.name for p in (tmp_path / "full").iterdir()] == ["keep.txt"]
 
 
+@pytest.mark.slow
 def test_command_replaces_a_report_only_with_overwrite_and_whole(ours_dir, tmp_path, capsys):
     out = tmp_path / "report"
     out.mkdir()
@@ -637,6 +641,7 @@ def bert_families(tmp_path_factory) -> dict[str, Path]:
     return folders
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_every_bert_family_maps_its_pieces_to_the_words(family, bert_families):
     model_type, start, end = FAMILIES[family]
@@ -685,6 +690,7 @@ def test_every_bert_family_gives_causal_and_padded_attention_right(family, bert_
     assert not getattr(bert.config, "is_decoder", False) and "get_attention_mask" not in vars(encoder or bert)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_command_compares_every_bert_family(family, bert_families, ours_dir, tmp_path, capsys, monkeypatch):
     """The command end to end but for drawing the report (the same for every family, tested above with MiniLM)."""

@@ -2,7 +2,7 @@
 `gradio_client`, raw values included); the limits and the unknown-character rule are the ones the commands share
 (`hf_vaswani.limits.MAX_NUM_BEAMS`, `hf_vaswani.inference`); ``hf-vaswani demo --device bogus`` is one line; the
 record files are written atomically and removed when the app closes or the process ends, and Gradio's cache is
-pruned. The model is the one of tests/vaswani_demo/test_demo.py (the shipped checkpoint when it exists, else a tiny
+pruned. The model is the one of tests/vaswani_demo/test_app.py (the shipped checkpoint when it exists, else a tiny
 one).
 """
 
@@ -24,25 +24,15 @@ from hf_vaswani.inference import UnknownCharactersWarning, check_known_character
 from hf_vaswani.limits import MAX_NUM_BEAMS  # noqa: E402
 from vaswani_demo import DemoBackend, build_app, launch_app  # noqa: E402
 from vaswani_demo.settings import CACHE_PRUNE_SECONDS, FILE_TTL_SECONDS, MAX_BEAMS  # noqa: E402
-from vaswani_demo.testing import demo_model_for_tests  # noqa: E402
 
 pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
 
-from tests.helpers import ROOT  # noqa: E402
-from tests.vaswani_demo.test_demo import _free_port  # noqa: E402
+from tests.helpers import PROCESS_TIMEOUT, ROOT  # noqa: E402
+from tests.vaswani_demo.test_app import _free_port  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def model_path(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return demo_model_for_tests(tmp_path_factory.mktemp("demo-model"))
-
-
-@pytest.fixture(scope="module")
-def backend(model_path: str) -> DemoBackend:
-    loaded = DemoBackend.load(model_path)
-    yield loaded
-    loaded.close()
+#: `backend` and `model_path` (tests/vaswani_demo/conftest.py): the demo tests' model.
+DEMO_MODEL = "test"
 
 
 @pytest.fixture(scope="module")
@@ -218,6 +208,7 @@ def test_gradio_cache_is_pruned(backend):
     assert app.delete_cache == (CACHE_PRUNE_SECONDS, FILE_TTL_SECONDS)
 
 
+@pytest.mark.slow
 def test_closing_the_app_removes_its_files(model_path: str, tmp_path: Path):
     from gradio_client import Client
 
@@ -248,6 +239,7 @@ def test_closing_the_app_leaves_a_given_backend_open(backend):
     assert backend.files.save(backend.runner.translate("el gato negro", "es-en", 1, 8).record)
 
 
+@pytest.mark.slow
 def test_no_record_folder_outlives_the_process(model_path: str, tmp_path: Path):
     """One app is closed, the other is left open when the interpreter exits: no ``vaswani-demo-*`` folder
     remains either way (they are made in the folder Gradio serves its files from, ``GRADIO_TEMP_DIR``)."""
@@ -270,7 +262,7 @@ def test_no_record_folder_outlives_the_process(model_path: str, tmp_path: Path):
     )
     env = {**os.environ, "TMPDIR": str(temporary), "OMP_NUM_THREADS": "1", "GRADIO_TEMP_DIR": str(served)}
     result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=PROCESS_TIMEOUT, cwd=ROOT, env=env
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "vaswani-demo-" in result.stdout  # the open app's folder existed while the process ran

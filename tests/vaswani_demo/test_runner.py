@@ -1,7 +1,7 @@
 """The demo's ablation panel: switch heads off and translate the last sentence again
 (`vaswani_demo.runner.ModelRunner.ablate`), in a copy of the model that translations served at the same time never
 see; and the panel in a real browser (Debian's chromium, marked ``browser``). The model is the one of
-tests/vaswani_demo/test_demo.py (the shipped checkpoint when it exists, else a tiny random one)."""
+tests/vaswani_demo/test_app.py (the shipped checkpoint when it exists, else a tiny random one)."""
 
 from __future__ import annotations
 
@@ -17,19 +17,16 @@ os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 from vaswani_demo import DemoBackend, build_app  # noqa: E402
 from vaswani_demo.checks import heads_from_labels  # noqa: E402
 from vaswani_demo.events import ablation_outputs  # noqa: E402
-from vaswani_demo.testing import demo_model_for_tests  # noqa: E402
 from vaswani_inspect.ablation import ablate_heads, attention_modules  # noqa: E402
 from vaswani_inspect.extract import extract  # noqa: E402
 
 pytest.importorskip("gradio")
 
 from tests.vaswani_demo.browser import ARTIFACTS, demo_page, show  # noqa: E402
-from tests.vaswani_demo.test_demo import CHROMIUM  # noqa: E402
+from tests.vaswani_demo.test_app import CHROMIUM  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def backend(tmp_path_factory: pytest.TempPathFactory) -> DemoBackend:
-    return DemoBackend.load(demo_model_for_tests(tmp_path_factory.mktemp("demo-model")))
+#: `backend` (tests/vaswani_demo/conftest.py): the demo tests' model.
+DEMO_MODEL = "test"
 
 
 def _all(backend: DemoBackend, kind: str) -> list[str]:
@@ -115,6 +112,7 @@ def test_a_translation_chosen_by_ctranslate2_is_compared_with_pytorchs(backend):
     assert "translates this as" not in backend.runner.ablate(record, {"encoder": ["L0 H0"]}).status
 
 
+@pytest.mark.slow
 def test_translations_served_during_ablations_keep_every_head(backend):
     sentences = ["el gato negro", "El banco aprobó el crédito", "Me senté en el banco de la plaza"]
     expected = {text: backend.runner.translate(text, "es-en", 1, 12).translation for text in sentences}

@@ -1,7 +1,7 @@
 """Faults: a training run killed with SIGKILL in the middle of a checkpoint save, then resumed; incomplete
 checkpoints; checkpoint files that load with ``torch.load(weights_only=True)``.
 
-The runs are real ``hf-vaswani train`` subprocesses on the tiny corpus and config of `tests.test_training`,
+The runs are real ``hf-vaswani train`` subprocesses on the tiny corpus and config of `tests.hf_vaswani.test_training`,
 with dropout on, so that the per-step training losses depend on both the data order and the RNG states.
 """
 
@@ -26,9 +26,12 @@ from hf_vaswani.training import (
     find_checkpoints,
     last_checkpoint,
 )
-from tests.helpers import TINY_CONFIG, training_corpus
+from tests.helpers import PROCESS_TIMEOUT, TINY_CONFIG, training_corpus
 
-HOOKS = Path(__file__).resolve().parent / "fault_hooks"
+# Slow as a whole (tests/README.md, the fast lane): real training runs, killed and resumed
+pytestmark = pytest.mark.slow
+
+HOOKS = Path(__file__).resolve().parent.parent / "fault_hooks"
 # 156 training rows (both directions) in batches of 16: 10 updates per epoch. Checkpoints at 8, 16, 24 and 26
 # (the end); the kill comes while checkpoint-24 (epoch 2) is being written, so the run resumes from
 # checkpoint-16, six updates into epoch 1, and goes on into epoch 2.
@@ -98,7 +101,7 @@ def test_sigkill_during_a_save_then_resume_continues_like_an_uninterrupted_run(f
         _train_command(root, killed), env=_env(**hooks), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + PROCESS_TIMEOUT
         while not pause_file.exists():
             assert victim.poll() is None, "the run ended before reaching the checkpoint to kill it in"
             assert time.monotonic() < deadline, "the run did not reach the checkpoint save in time"
@@ -115,7 +118,7 @@ def test_sigkill_during_a_save_then_resume_continues_like_an_uninterrupted_run(f
         if victim.poll() is None:
             victim.kill()
             victim.wait()
-    _, reference_err = reference_run.communicate(timeout=300)
+    _, reference_err = reference_run.communicate(timeout=PROCESS_TIMEOUT)
     assert reference_run.returncode == 0, reference_err[-3000:]
 
     # No half-written checkpoint-24: the partial save is only in tmp-checkpoint-24.
@@ -145,7 +148,9 @@ def test_sigkill_during_a_save_then_resume_continues_like_an_uninterrupted_run(f
     )
 
     # Resume with the same command (no hooks): from checkpoint-16, the last complete one.
-    resumed = subprocess.run(_train_command(root, killed), env=_env(), capture_output=True, text=True, timeout=300)
+    resumed = subprocess.run(
+        _train_command(root, killed), env=_env(), capture_output=True, text=True, timeout=PROCESS_TIMEOUT
+    )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     summary = json.loads(resumed.stdout[resumed.stdout.index('{\n  "output_dir"') :])
     assert summary["resumed_from"] == str(killed / "checkpoint-16")
@@ -172,7 +177,7 @@ def test_sigkill_during_a_save_then_resume_continues_like_an_uninterrupted_run(f
     for step in range(17, MAX_STEPS + 1):
         assert resumed_losses[step] == reference_losses[step], step
 
-    _, replay_err = replay.communicate(timeout=300)
+    _, replay_err = replay.communicate(timeout=PROCESS_TIMEOUT)
     assert replay.returncode == 0, replay_err[-3000:]
     assert "has no epoch_rng_state.pth" in replay_err
     legacy_losses = _losses(legacy / "log.jsonl")
@@ -293,7 +298,7 @@ def test_sigkill_during_the_final_averaging_leaves_no_partial_averaged_model(tmp
         [*_hf_vaswani(), *more], env=_env(**hooks), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     try:
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + PROCESS_TIMEOUT
         while not pause_file.exists():
             assert victim.poll() is None, victim.stderr.read()[-3000:]
             assert time.monotonic() < deadline, "the run did not reach the averaging in time"
@@ -437,7 +442,7 @@ def test_a_damaged_checkpoint_in_a_real_process_is_one_line(run_copy, fault_root
         env=_env(),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=PROCESS_TIMEOUT,
     )
     assert result.returncode == 2 and "Traceback" not in result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("hf-vaswani train: error: ")]

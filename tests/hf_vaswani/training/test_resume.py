@@ -136,6 +136,7 @@ def test_a_new_start_does_not_reuse_a_tokenizer_trained_on_other_pairs(run, root
     assert (run / "tokenizer" / "tokenizer.json").read_text() == tokenizer and (run / "checkpoint-1").is_dir()
 
 
+@pytest.mark.slow
 def test_the_same_data_elsewhere_and_the_tokenizer_restored_from_the_checkpoint_resume(run, root, tmp_path):
     moved = tmp_path / "moved.tsv"
     shutil.copy(root / "pairs.tsv", moved)
@@ -178,6 +179,7 @@ def test_a_full_disk_while_saving_the_tokenizer_leaves_no_half_written_file(root
     assert sorted(p.name for p in out.iterdir()) == []  # no tokenizer/, no temporary folder left
 
 
+@pytest.mark.slow
 def test_a_full_disk_while_saving_a_checkpoint_keeps_the_last_one(run, root, monkeypatch, capsys):
     before = {p.name: p.read_bytes() for p in (run / "checkpoint-2").iterdir()}
     original = torch.save

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from hf_vaswani import VaswaniForConditionalGeneration
-from tests.helpers import tiny_config, tiny_tokenizer
+from tests.helpers import PROCESS_TIMEOUT, tiny_config, tiny_tokenizer
 
 pytestmark = [
     pytest.mark.slow,
@@ -50,7 +50,7 @@ def test_the_onnx_translator_follows_the_generation_configs_max_new_tokens(tmp_p
         text=True,
         env=env,
         stdin=subprocess.DEVNULL,
-        timeout=600,
+        timeout=PROCESS_TIMEOUT,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     model = VaswaniForConditionalGeneration.from_pretrained(folder).eval()

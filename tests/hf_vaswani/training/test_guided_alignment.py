@@ -48,6 +48,7 @@ def test_collator_pads_the_batch_and_adds_targets():
     assert "alignment" not in batch
 
 
+@pytest.mark.slow
 def test_capture_needs_eager_attention_and_training_it_aligns_the_head():
     torch.manual_seed(0)
     model = VaswaniForConditionalGeneration(tiny_config(dropout=0.0))

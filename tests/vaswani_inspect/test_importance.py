@@ -23,6 +23,9 @@ from vaswani_inspect.importance import (
     write_importance_report,
 )
 
+# Slow as a whole (tests/README.md, the fast lane): its module fixture trains the tiny model; commands in processes
+pytestmark = pytest.mark.slow
+
 torch.set_num_threads(1)  # the tiny model is faster on one thread, and the machine is shared
 
 #: (English, Spanish) pairs of the generated corpus: 144 sentences of one pattern.

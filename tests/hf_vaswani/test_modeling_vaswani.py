@@ -2,6 +2,7 @@
 cache, positions, losses and bad input."""
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from torch import nn
 from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
 from hf_vaswani import VaswaniConfig, VaswaniForConditionalGeneration, VaswaniModel
-from tests.helpers import tiny_config
+from tests.helpers import CHECKPOINT, run_without_our_packages, tiny_config
 
 # ----------------------------------------------------------------------------------------------------------------
 # Configuration
@@ -516,6 +517,7 @@ def test_decoding_steps_with_a_cache_do_not_check_the_ids(tiny_model, source_bat
         tiny_model(input_ids=input_ids, decoder_input_ids=torch.tensor([[1, 300], [1, 7]]))
 
 
+@pytest.mark.slow
 def test_compiled_training_step_matches_eager():
     """`torch.compile(fullgraph=True)` (no graph break allowed) trains the same: loss and gradients, including the
     label-smoothed loss's hand-written backward with an incoming gradient other than 1.
@@ -543,3 +545,37 @@ def test_compiled_training_step_matches_eager():
         torch.testing.assert_close(loss, eager_loss, atol=1e-6, rtol=1e-6)
         for name, gradient in gradients.items():
             torch.testing.assert_close(gradient, scale * eager_gradients[name], atol=1e-6, rtol=1e-5, msg=name)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Without decoder inputs, the error names what the decoder takes: decoder_input_ids, decoder_inputs_embeds or labels
+# ----------------------------------------------------------------------------------------------------------------
+
+DECODER_INPUTS_MESSAGE = "Pass exactly one of decoder_input_ids and decoder_inputs_embeds, or labels"
+
+
+def test_the_missing_decoder_input_error_names_the_decoder_inputs_and_labels():
+    model = VaswaniForConditionalGeneration(tiny_config()).eval()
+    input_ids = torch.tensor([[4, 10, 11, 2]])
+    with pytest.raises(ValueError, match=DECODER_INPUTS_MESSAGE):
+        model(input_ids=input_ids)
+    with pytest.raises(ValueError, match=DECODER_INPUTS_MESSAGE):  # both at once
+        model(input_ids=input_ids, decoder_input_ids=input_ids, decoder_inputs_embeds=torch.zeros(1, 4, 32))
+    assert model(input_ids=input_ids, labels=torch.tensor([[10, 2]])).loss is not None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CHECKPOINT.is_dir(), reason="the shipped checkpoint is not in this checkout")
+def test_the_shipped_remote_code_gives_the_same_error(tmp_path):
+    script = """
+        import torch
+        from transformers import AutoModelForSeq2SeqLM
+
+        model = AutoModelForSeq2SeqLM.from_pretrained(sys.argv[1], trust_remote_code=True)
+        try:
+            model(input_ids=torch.tensor([[4, 10, 2]]))
+        except ValueError as error:
+            print(json.dumps(str(error)))
+        """
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf_home"), "OMP_NUM_THREADS": "1"}
+    assert DECODER_INPUTS_MESSAGE in run_without_our_packages(script, str(CHECKPOINT), env=env)

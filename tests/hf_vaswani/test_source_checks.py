@@ -22,7 +22,7 @@ from hf_vaswani.source_checks import (
     model_language_tokens,
     unknown_characters,
 )
-from tests.helpers import CHECKPOINT, tiny_tokenizer
+from tests.helpers import CHECKPOINT, PROCESS_TIMEOUT, tiny_tokenizer
 
 SPECIAL_TEXTS = ["<pad> <pad> <pad>", "</s>", "<unk> <s>"]
 NOT_A_LANGUAGE = re.escape("which is not one of the model's languages (>>en<<, >>es<<)")
@@ -91,6 +91,7 @@ def test_the_shipped_pipeline_refuses_unknown_language_tokens_and_warns_on_speci
         assert translator("El gato.", tgt_lang="en", max_new_tokens=8)
 
 
+@pytest.mark.slow
 def test_the_command_refuses_special_token_text_in_one_line(tmp_path, capsys, monkeypatch):
     """``hf-vaswani translate TEXT`` on special-token text and on an unknown language token: exit 2, one line,
     nothing on stdout. The first case runs the installed command in a subprocess, for a real process's exit status
@@ -113,7 +114,12 @@ def test_the_command_refuses_special_token_text_in_one_line(tmp_path, capsys, mo
         argv = ["translate", "--model", str(folder), "--backend", "torch", text]
         if number == 0:
             result = subprocess.run(
-                [executable, *argv], capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=300
+                [executable, *argv],
+                capture_output=True,
+                text=True,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                timeout=PROCESS_TIMEOUT,
             )
             code, out, err = result.returncode, result.stdout, result.stderr
         else:

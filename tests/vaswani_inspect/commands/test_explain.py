@@ -19,16 +19,6 @@ def checkpoint(model, tokenizer, tmp_path_factory):
     return folder
 
 
-@pytest.fixture
-def no_model(monkeypatch):
-    """Fail the test if the command loads a model: the case must be refused before."""
-
-    def load_translator(*args, **kwargs):
-        raise AssertionError("the model was loaded before the bad input was refused")
-
-    monkeypatch.setattr("hf_vaswani.inference.load_translator", load_translator)
-
-
 def _run(argv, capsys, command):
     try:
         code = main(argv)

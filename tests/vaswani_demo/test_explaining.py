@@ -28,7 +28,7 @@ import vaswani_demo.choices as choices_module  # noqa: E402
 import vaswani_demo.runner as runner_module  # noqa: E402
 from hf_vaswani.inference import load_translator  # noqa: E402
 from tests.vaswani_demo.browser import ARTIFACTS, demo_page, open_accordion, show  # noqa: E402
-from tests.vaswani_demo.test_demo import CHROMIUM  # noqa: E402
+from tests.vaswani_demo.test_app import CHROMIUM  # noqa: E402
 from vaswani_demo import DemoBackend, build_app, drawing  # noqa: E402
 from vaswani_demo.choices import DemoChoices  # noqa: E402
 from vaswani_demo.explaining import (  # noqa: E402
@@ -48,18 +48,6 @@ from vaswani_inspect.attribution.gradients import GRADIENT_METHODS  # noqa: E402
 from vaswani_inspect.extract import extract  # noqa: E402
 
 SPANISH = SimpleNamespace(headers={"accept-language": "es-ES,es;q=0.9"})  # what request_language reads
-
-
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_tiny_model(tmp_path_factory.mktemp("demo-model") / "tiny")
-
-
-@pytest.fixture(scope="module")
-def backend(folder: Path) -> DemoBackend:
-    loaded = DemoBackend.load(folder, backend="torch")
-    yield loaded
-    loaded.close()
 
 
 @pytest.fixture(scope="module")

@@ -50,6 +50,7 @@ def _environment(tmp_path):
     return {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf_home"), "OMP_NUM_THREADS": "1"}
 
 
+@pytest.mark.slow
 @needs_checkpoint
 def test_saved_and_peft_merged_folders_keep_the_translation_pipeline(tmp_path):
     pytest.importorskip("peft")

@@ -1,4 +1,5 @@
-"""Static matplotlib views, write_report, and the `inspect` / `align-eval` / `compare-bert` command line."""
+"""write_report, and the `inspect` / `align-eval` / `compare-bert` command line (the static matplotlib views are
+tested in tests/vaswani_inspect/test_plots.py)."""
 
 import json
 import shutil
@@ -7,24 +8,17 @@ import sys
 from dataclasses import replace
 
 import pytest
-from matplotlib.figure import Figure
 
 from hf_vaswani.cli import main
-from tests.helpers import unwritable_folder
+from tests.helpers import PROCESS_TIMEOUT, unwritable_folder
 from vaswani_inspect import (
     AttentionRecord,
     align,
-    plot_alignment,
-    plot_alignment_links,
-    plot_heatmap,
-    plot_layer_grid,
-    source_words,
     target_words,
     write_report,
 )
 from vaswani_inspect.alignment import write_alignment_config
 from vaswani_inspect.commands import add_parser
-from vaswani_inspect.plots import save_figure
 
 
 @pytest.fixture(scope="module")
@@ -35,71 +29,7 @@ def checkpoint(model, tokenizer, tmp_path_factory):
     return folder
 
 
-def test_heatmap_has_tokens_on_both_axes(record, tmp_path):
-    figure = plot_heatmap(record, "cross", 1, 2)
-    assert isinstance(figure, Figure)
-    ax = figure.axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == record.source_tokens
-    assert [t.get_text() for t in ax.get_yticklabels()] == record.target_tokens
-    assert "layer 1, head 2" in ax.get_title()
-    words = plot_heatmap(record, "encoder", "mean", "mean", words=True, special_tokens="drop").axes[0]
-    assert [t.get_text() for t in words.get_xticklabels()] == ["el", "gato", "negro"]
-    png = save_figure(figure, tmp_path / "cross.png")
-    assert png.read_bytes().startswith(b"\x89PNG")
-    svg = save_figure(plot_layer_grid(record, "decoder", 0), tmp_path / "grid.svg")
-    assert "<svg" in svg.read_text()
-    with pytest.raises(ValueError, match=r"\.png or \.svg"):
-        save_figure(figure, tmp_path / "cross.pdf")
-
-
-def test_layer_grid_and_alignment_picture(record):
-    grid = plot_layer_grid(record, "cross", -1)
-    assert sum(1 for ax in grid.axes if ax.get_title().startswith("head")) == 4
-    picture = plot_alignment(record)
-    ax = picture.axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == source_words(record) == ["el", "gato", "negro"]
-    assert [t.get_text() for t in ax.get_yticklabels()] == target_words(record) == ["the", "black", "cat"]
-    assert len(ax.patches) == 3  # one argmax link per target word
-
-
-def test_alignment_links_picture_draws_a_line_per_pair(record):
-    figure = plot_alignment_links(record)
-    ax = figure.axes[0]
-    texts = [t.get_text() for t in ax.texts]
-    assert texts == ["el", "gato", "negro", "the", "black", "cat"]  # source row, then target row
-    source_y = {t.get_position()[1] for t in ax.texts[:3]}
-    target_y = {t.get_position()[1] for t in ax.texts[3:]}
-    assert len(source_y) == len(target_y) == 1 and source_y.pop() > target_y.pop()  # source above target
-    assert len(ax.lines) == len(align(record)) == 3
-    assert "mean of layers, all heads" in ax.get_title()
-    one_head = plot_alignment_links(record, 1, [2], shift=True).axes[0]
-    assert "layer 1, head 2, shifted" in one_head.get_title()
-    ends = sorted((line.get_xdata()[0], line.get_xdata()[1]) for line in one_head.lines)
-    x_of = {t.get_text(): t.get_position()[0] for t in ax.texts}
-    pairs = align(record, 1, [2], shift=True)
-    words_src, words_tgt = source_words(record), target_words(record)
-    assert ends == sorted((x_of[words_src[i]], x_of[words_tgt[j]]) for i, j in pairs)
-
-
-def test_dollar_tokens_do_not_break_matplotlib(record, tmp_path):
-    tokens = list(record.source_tokens)
-    tokens[1] = "$x"
-    figure = plot_heatmap(replace(record, source_tokens=tokens))
-    assert [t.get_text() for t in figure.axes[0].get_xticklabels()][1] == r"\$x"
-    save_figure(figure, tmp_path / "dollar.png")
-
-
-def test_bad_plot_arguments(record):
-    with pytest.raises(ValueError, match="layer 4 does not exist"):
-        plot_heatmap(record, "cross", 4, 0)
-    with pytest.raises(ValueError, match="head 4 does not exist"):
-        plot_heatmap(record, "encoder", 0, 4)
-    with pytest.raises(ValueError, match="Unknown attention kind"):
-        plot_layer_grid(record, "both", 0)
-    with pytest.raises(ValueError, match="integer index or 'mean'"):
-        plot_heatmap(record, "cross", "last", 0)
-
-
+@pytest.mark.slow
 def test_cli_inspect_writes_the_report(checkpoint, tmp_path, capsys):
     out = tmp_path / "report"
     status = main(
@@ -182,6 +112,7 @@ def test_cli_align_eval_searches_layers_heads_and_shift(checkpoint, tmp_path, ca
     assert refused.value.code == 2 and "expected a whole number, 0 or more" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_cli_align_eval_writes_the_best_configuration_into_the_model(checkpoint, tmp_path, capsys):
     from hf_vaswani.configuration_vaswani import VaswaniConfig
     from vaswani_inspect import extract, load_model_and_tokenizer
@@ -227,6 +158,7 @@ def test_write_alignment_config_refuses_what_the_model_cannot_hold(checkpoint, t
     assert "no model config" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_cli_inspect_alignment_options(checkpoint, tmp_path):
     out = tmp_path / "report"
     arguments = ["inspect", "¿dónde está la casa?", "--target", "where is the house?", "--out", str(out)]
@@ -270,12 +202,16 @@ def test_add_parser_registers_every_subcommand():
     assert args.func.__name__ == "run_compare_bert" and args.bert == "bert-base-uncased"
 
 
+@pytest.mark.slow
 def test_python_dash_m_entry_point(capsys):
     """``python -m vaswani_inspect inspect --help`` in a real process finds the subcommand and its options; the
     list of subcommands, which the same `main` prints, is read in-process (another process would spend seconds
     importing the package again)."""
     result = subprocess.run(
-        [sys.executable, "-m", "vaswani_inspect", "inspect", "--help"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "vaswani_inspect", "inspect", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT,
     )
     assert result.returncode == 0 and "--alignment-layer" in result.stdout
     from vaswani_inspect.__main__ import main as module_main
@@ -286,6 +222,7 @@ def test_python_dash_m_entry_point(capsys):
     assert exited.value.code == 0 and "inspect" in listed and "align-eval" in listed
 
 
+@pytest.mark.slow
 def test_report_of_an_empty_translation(record, tmp_path):
     empty = replace(
         record,
@@ -322,16 +259,6 @@ def _run(argv, capsys, command):
     errors = [line for line in lines if line.startswith(f"hf-vaswani {command}: error: ")]
     assert len(errors) == 1, captured.err
     return code, errors[0], captured.out
-
-
-@pytest.fixture
-def no_model(monkeypatch):
-    """Fail the test if the command loads a model: the case must be refused before."""
-
-    def load_translator(*args, **kwargs):
-        raise AssertionError("the model was loaded before the bad input was refused")
-
-    monkeypatch.setattr("hf_vaswani.inference.load_translator", load_translator)
 
 
 @pytest.fixture
@@ -395,6 +322,7 @@ def test_inspect_checks_the_model_limits_before_running_it(case, checkpoint, no_
     assert not (tmp_path / "report").exists()
 
 
+@pytest.mark.slow
 def test_inspect_replaces_a_report_only_with_overwrite_and_whole(checkpoint, tmp_path, capsys):
     out = tmp_path / "report"
     argv = ["inspect", "el gato negro", "la casa", "--out", str(out), "--model", str(checkpoint)]

@@ -18,7 +18,7 @@ gr = pytest.importorskip("gradio")
 
 import vaswani_demo.app as app_module  # noqa: E402
 from hf_vaswani import cli  # noqa: E402
-from tests.vaswani_demo.test_demo import _free_port  # noqa: E402
+from tests.vaswani_demo.test_app import _free_port  # noqa: E402
 from vaswani_demo import DemoBackend, build_app, launch_app  # noqa: E402
 from vaswani_demo.events import ablation_outputs, alignment_outputs, translate_outputs, view_output  # noqa: E402
 from vaswani_demo.explaining import explained_outputs  # noqa: E402
@@ -122,6 +122,7 @@ def test_each_architecture_translates_aligns_ablates_and_explains(architecture: 
         backend.close()
 
 
+@pytest.mark.slow
 def test_a_pair_of_one_direction_models_serves_each_direction_by_its_own(tiny_architecture_folders, tmp_path):
     """``--model es-en=MARIAN --model en-es=BART``: both directions offered, each translated by its model (its
     record, its copy for heads off), and said so on the page; the API takes either direction."""

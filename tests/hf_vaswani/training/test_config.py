@@ -19,7 +19,10 @@ from hf_vaswani.cli import main
 from hf_vaswani.training import find_checkpoints, load_config
 from hf_vaswani.training.recipe_yaml import RecipeYAMLError, dump_recipe, load_recipe_yaml
 from tests.helpers import ROOT, TINY_CONFIG, training_corpus
-from tests.hf_vaswani.test_training_faults import _env, _hf_vaswani
+from tests.hf_vaswani.training.test_checkpoints import _env, _hf_vaswani
+
+# Slow as a whole (tests/README.md, the fast lane): real training runs in processes
+pytestmark = pytest.mark.slow
 
 
 def _one_error_line(err: str) -> str:

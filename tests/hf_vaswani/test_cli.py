@@ -19,7 +19,7 @@ import yaml
 from safetensors.torch import load_file, save_file
 
 from hf_vaswani.cli import main
-from tests.helpers import TINY_CONFIG, training_corpus, unwritable_folder
+from tests.helpers import PROCESS_TIMEOUT, TINY_CONFIG, training_corpus, unwritable_folder
 from tests.hf_vaswani.test_training import tiny_run  # noqa: F401  (a fixture)
 
 
@@ -296,7 +296,7 @@ def test_real_processes(files, tiny_run):  # noqa: F811
         for command, args, stdin, message in runs
     ]
     for command, message, process, stdin in processes:
-        out, err = process.communicate(stdin or b"", timeout=180)
+        out, err = process.communicate(stdin or b"", timeout=PROCESS_TIMEOUT)
         assert process.returncode == 2, (command, err.decode())
         line = _one_error_line(err.decode(), command)
         assert message in line, line
@@ -306,16 +306,6 @@ def test_real_processes(files, tiny_run):  # noqa: F811
 # ------------------------------------------------------------------------------------------- checked up front
 # Outputs and arguments are checked before any work (no model is loaded: `no_model` makes loading one fail the
 # test), outputs are written whole or not at all, and the errors of the libraries a user can cause are one line.
-
-
-@pytest.fixture
-def no_model(monkeypatch):
-    """Fail the test if a command loads a model: the case must be refused before."""
-
-    def load_translator(*args, **kwargs):
-        raise AssertionError("the model was loaded before the bad argument was refused")
-
-    monkeypatch.setattr("hf_vaswani.inference.load_translator", load_translator)
 
 
 @pytest.fixture(scope="module")
@@ -545,7 +535,7 @@ def test_full_disk_leaves_the_model_folder_as_it_was(tiny_models, tmp_path):
         env=env,
         stdin=subprocess.DEVNULL,
         preexec_fn=small_disk,
-        timeout=300,
+        timeout=PROCESS_TIMEOUT,
     )
     assert result.returncode == 2, result.stderr[-3000:]
     line = _one_error_line(result.stderr, "average-checkpoints")

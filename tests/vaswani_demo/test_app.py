@@ -29,7 +29,7 @@ from hf_vaswani import cli  # noqa: E402
 from vaswani_demo import DemoBackend, build_app, drawing, launch_app  # noqa: E402
 from vaswani_demo.embed import iframe_html  # noqa: E402
 from vaswani_demo.settings import EXAMPLES, MAX_CHARS  # noqa: E402
-from vaswani_demo.testing import demo_model_for_tests, is_tiny_model, write_tiny_model  # noqa: E402
+from vaswani_demo.testing import is_tiny_model, write_tiny_model  # noqa: E402
 from vaswani_inspect.alignment import (  # noqa: E402
     align,
     alignment_settings,
@@ -41,7 +41,7 @@ from vaswani_inspect.alignment import (  # noqa: E402
 pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
 
-from tests.helpers import ROOT
+from tests.helpers import PROCESS_TIMEOUT, ROOT
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -60,9 +60,8 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def model_path(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return demo_model_for_tests(tmp_path_factory.mktemp("demo-model"))
+#: `model_path` (tests/vaswani_demo/conftest.py): the demo tests' model.
+DEMO_MODEL = "test"
 
 
 @pytest.fixture(scope="module")
@@ -171,10 +170,13 @@ def test_cli_rejects_bad_numbers_in_one_line(capsys: pytest.CaptureFixture[str])
         assert exited.value.code == 2 and err.startswith("hf-vaswani demo: error:") and option in err, err
 
 
+@pytest.mark.slow
 def test_demo_command_module_loads_neither_gradio_nor_the_model():
     """``hf-vaswani`` imports every command module to build its parser: the demo's must stay light."""
     script = "import json, sys; import vaswani_demo.commands; print(json.dumps(sorted(sys.modules)))"
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=PROCESS_TIMEOUT, cwd=ROOT
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     loaded = {name.split(".")[0] for name in json.loads(result.stdout)}
     assert not loaded & {"gradio", "vaswani_inspect", "matplotlib", "bertviz"}
@@ -319,6 +321,7 @@ def test_alignment_controls_change_the_drawn_links(model_path: str):
     assert drawing.alignment_links(None) is None
 
 
+@pytest.mark.slow
 def test_alignment_controls_start_at_the_model_configuration(tmp_path: Path):
     from matplotlib.figure import Figure
 
@@ -522,6 +525,7 @@ def test_emoji_inside_a_sentence_is_translated_with_a_note(client):
     assert "never seen 🐈" in out["status"]
 
 
+@pytest.mark.slow
 def test_html_input_stays_text(client):
     out = _everything(client, XSS, "en-es", kind="cross")
     assert out["status"].startswith("Translated"), out["status"]
@@ -533,6 +537,7 @@ def test_html_input_stays_text(client):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 
 
+@pytest.mark.slow
 def test_twenty_concurrent_requests(client):
     sentences = [EXAMPLES[i % len(EXAMPLES)] for i in range(20)]
 

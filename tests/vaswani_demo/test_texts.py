@@ -4,7 +4,7 @@ table's columns) in the language of the request's ``Accept-Language``. Checked o
 app's configuration, through `gradio_client` with and without the header, and in headless Chromium with the
 ``es-ES`` and ``en-US`` locales (marked ``browser``), which saves ``test-artifacts/demo-es.png``.
 
-The model is the one of tests/vaswani_demo/test_demo.py (the shipped checkpoint when it exists, else a tiny one).
+The model is the one of tests/vaswani_demo/test_app.py (the shipped checkpoint when it exists, else a tiny one).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 from vaswani_demo import DemoBackend, build_app, drawing, launch_app  # noqa: E402
 from vaswani_demo.layout import page_translations  # noqa: E402
 from vaswani_demo.settings import EXAMPLES  # noqa: E402
-from vaswani_demo.testing import demo_model_for_tests  # noqa: E402
 from vaswani_demo.texts import CHOICES, LANGUAGES, MESSAGES, PAGE, fields_of, language_from_header  # noqa: E402
 
 pytest.importorskip("gradio")
@@ -28,7 +27,7 @@ pytest.importorskip("gradio_client")
 
 from tests.helpers import ROOT  # noqa: E402
 from tests.vaswani_demo.browser import show  # noqa: E402
-from tests.vaswani_demo.test_demo import CHROMIUM, CHROMIUM_ARGS, _free_port  # noqa: E402
+from tests.vaswani_demo.test_app import CHROMIUM, CHROMIUM_ARGS, _free_port  # noqa: E402
 
 #: Texts that are the same in both languages on purpose: the course calls cross-attention by its English name.
 SAME_IN_BOTH = {
@@ -42,11 +41,8 @@ SAME_IN_BOTH = {
 }
 
 
-@pytest.fixture(scope="module")
-def backend(tmp_path_factory: pytest.TempPathFactory) -> DemoBackend:
-    loaded = DemoBackend.load(demo_model_for_tests(tmp_path_factory.mktemp("demo-model")))
-    yield loaded
-    loaded.close()
+#: `backend` (tests/vaswani_demo/conftest.py): the demo tests' model.
+DEMO_MODEL = "test"
 
 
 @pytest.fixture(scope="module")
@@ -213,6 +209,7 @@ def test_the_backend_speaks_spanish(backend):
     assert re.match(r"1 cabeza\(s\) apagada\(s\) \(cross L0 H0\), traducido en \d+,\d\d s: la traducción ", ablated)
 
 
+@pytest.mark.slow
 def test_api_answers_in_the_language_asked_for(url: str):
     from gradio_client import Client
     from gradio_client.exceptions import AppError

@@ -34,7 +34,7 @@ from transformers.models.marian.modeling_marian import shift_tokens_right
 from hf_vaswani import VaswaniForConditionalGeneration
 from hf_vaswani.cli import main
 from hf_vaswani.marian.convert import MarianConversionError, convert_marian
-from tests.helpers import run_without_our_packages
+from tests.helpers import PROCESS_TIMEOUT, run_without_our_packages
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
@@ -330,7 +330,7 @@ def converted_from_hub_id(marian_folder, tmp_path_factory) -> Path:
         text=True,
         env=env,
         stdin=subprocess.DEVNULL,
-        timeout=300,
+        timeout=PROCESS_TIMEOUT,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Converted {HUB_ID} into {out}" in result.stdout
@@ -363,6 +363,7 @@ def test_folder_conversion_keeps_tokenizer_generation_settings_and_license(maria
         torch.testing.assert_close(model(**inputs).logits, marian(**inputs).logits, atol=ATOL, rtol=0)
 
 
+@pytest.mark.slow
 def test_hub_id_conversion_names_its_base_model(marian_folder, converted_from_hub_id):
     card = ModelCard.load(converted_from_hub_id / "README.md")
     assert card.data.base_model == HUB_ID
@@ -435,6 +436,7 @@ REMOTE_CODE_SCRIPT = """
     """
 
 
+@pytest.mark.slow
 def test_trust_remote_code_loads_the_converted_folder_without_our_package(
     marian_folder, converted_from_hub_id, tmp_path
 ):
@@ -672,7 +674,7 @@ def test_full_disk_leaves_the_output_folder_as_it_was(marian_folder, converted_f
         env=env,
         stdin=subprocess.DEVNULL,
         preexec_fn=small_disk,
-        timeout=300,
+        timeout=PROCESS_TIMEOUT,
     )
     assert result.returncode == 2, result.stderr[-3000:]
     assert "Traceback" not in result.stderr
