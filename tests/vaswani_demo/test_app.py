@@ -430,7 +430,7 @@ def test_translate_draws_nothing(served, monkeypatch: pytest.MonkeyPatch, tmp_pa
     def never(*args, **kwargs):
         raise AssertionError("/translate drew or wrote something")
 
-    for name in ("word_heatmap", "plot_alignment_links", "plot_heatmap", "head_view_html", "model_view_html"):
+    for name in ("word_heatmap", "plot_alignment_links", "plot_heatmap", "view"):
         monkeypatch.setattr(vaswani_demo.drawing, name, never)
     monkeypatch.setattr(app.demo_backend.files, "save", never)
     client = Client(url, verbose=False, analytics_enabled=False, download_files=str(tmp_path))
