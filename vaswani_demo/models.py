@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_vaswani import paths
-from vaswani_inspect.architectures import ARCHITECTURES, Architecture, architecture_of, head_counts
-from vaswani_inspect.directions import (
+from hf_vaswani.directions import (
     Direction,
     model_direction,
     model_directions,
@@ -32,6 +31,7 @@ from vaswani_inspect.directions import (
     set_model_direction,
     source_language_settings,
 )
+from vaswani_inspect.architectures import ARCHITECTURES, Architecture, architecture_of, head_counts
 
 from .settings import ARCHITECTURE_NAMES, DIRECTIONS, MODEL_ENV
 

@@ -1,11 +1,14 @@
 """The demo's fixed values: input limits, serving defaults, the values its controls offer, the course examples.
 (What the controls call those values, in English and Spanish, is in `vaswani_demo.texts`.)
 
-Nothing is imported here, so that ``hf-vaswani demo --help`` can show the defaults without loading Gradio or a
-model.
+Only fixed values of the packages below are imported here (the directions, the attention kinds), so that
+``hf-vaswani demo --help`` can show the defaults without loading Gradio or a model.
 """
 
 from __future__ import annotations
+
+from hf_vaswani.languages import DIRECTIONS
+from vaswani_inspect.record import KINDS
 
 __all__ = [
     "APP_CSS",
@@ -48,9 +51,6 @@ DEFAULT_MAX_QUEUE = 64
 #: Environment variable naming the model folder or Hub id when none is passed (used by the Space); several models,
 #: one per direction, are separated by spaces (``es-en=A en-es=B``).
 MODEL_ENV = "VASWANI_DEMO_MODEL"
-#: The directions the demo translates (its texts, examples and course are Spanish <-> English); a model serves those
-#: of them it offers (`vaswani_demo.models`).
-DIRECTIONS = ("es-en", "en-es")
 #: How the page names each architecture of `vaswani_inspect.architectures.ARCHITECTURES` (another: its own name).
 ARCHITECTURE_NAMES = {
     "vaswani": "hf_vaswani",
@@ -100,7 +100,6 @@ FAILURE_EXAMPLES: tuple[tuple[str, str], ...] = (
 )
 
 #: The values of the radio buttons (their labels, by language, are `vaswani_demo.texts.CHOICES`).
-KINDS = ("encoder", "decoder", "cross")
 VIEWS = ("head", "model")
 UNITS = ("words", "tokens")
 #: How the ablation panel names a head of one attention kind: layer and head, from 0 ("L0 H1").

@@ -27,6 +27,8 @@ from typing import Any, NamedTuple
 
 import torch
 
+from .record import KINDS
+
 __all__ = [
     "ARCHITECTURES",
     "Architecture",
@@ -43,8 +45,6 @@ __all__ = [
     "position_limit",
     "projections",
 ]
-
-KINDS = ("encoder", "decoder", "cross")
 
 
 class UnsupportedModelError(TypeError):

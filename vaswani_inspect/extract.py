@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -19,16 +18,16 @@ from typing import Any
 import numpy as np
 import torch
 
+from hf_vaswani.directions import Direction, resolve_direction, source_language_settings
+from hf_vaswani.languages import LANGUAGE_TOKEN_PATTERN, is_language_token
 from hf_vaswani.limits import check_generation_settings
 from hf_vaswani.source_checks import check_known_characters, check_language_tokens
 
 from .alignment.config import model_alignment
 from .architectures import UnsupportedModelError, ensure_attention_weights, head_counts, position_limit
-from .directions import Direction, resolve_direction, source_language_settings
 from .loading import load_model_and_tokenizer  # (re-exported: the commands and users import it from here)
 from .pieces import mark_task_prefix, piece_labels
 from .record import AttentionRecord, check_alignment
-from .words import LANGUAGE_TOKEN
 
 #: When `generate_kwargs` sets neither `max_new_tokens` nor `max_length`, translations may be this many tokens
 #: longer than the source (and never longer than the model's `max_position_embeddings` allows).
@@ -150,7 +149,7 @@ def _source_ids(
         ]
     if direction is None and _vocab_has_language_tokens(tokenizer):
         for i, ids in enumerate(source_ids):
-            if not any(LANGUAGE_TOKEN.match(t) for t in tokenizer.convert_ids_to_tokens(ids)):
+            if not any(is_language_token(t) for t in tokenizer.convert_ids_to_tokens(ids)):
                 warnings.warn(
                     f"source #{i} has no target-language token (>>xx<<): pass direction='es-en' or start the text "
                     "with '>>en<<', or the model may translate into the wrong language.",
@@ -241,7 +240,7 @@ def _direction(model: Any, tokenizer: Any, direction: str | None) -> Direction |
 
 
 def _vocab_has_language_tokens(tokenizer: Any) -> bool:
-    return any(LANGUAGE_TOKEN.match(t) for t in getattr(tokenizer, "all_special_tokens", []))
+    return any(is_language_token(t) for t in getattr(tokenizer, "all_special_tokens", []))
 
 
 def _prepare_source(tokenizer: Any, text: Any, index: int, direction: Direction | None) -> str:
@@ -249,7 +248,7 @@ def _prepare_source(tokenizer: Any, text: Any, index: int, direction: Direction 
     _check_text(text, f"source #{index}")
     text = text.strip()
     check_language_tokens(tokenizer, text, f"source #{index}")
-    leading = re.match(r"^>>[A-Za-z0-9_\-]+<<", text)
+    leading = LANGUAGE_TOKEN_PATTERN.match(text)
     words = text[leading.end() :] if leading else text
     if words.strip():
         check_known_characters(tokenizer, [words], [f"source #{index}"])
@@ -329,7 +328,7 @@ def _strip_leading_specials(tokenizer: Any, ids: list[int]) -> list[int]:
     specials = set(getattr(tokenizer, "all_special_ids", []) or []) - {eos}
     tokens = tokenizer.convert_ids_to_tokens(ids)
     start = 0
-    while start < len(ids) and (ids[start] == bos or ids[start] in specials or LANGUAGE_TOKEN.match(tokens[start])):
+    while start < len(ids) and (ids[start] == bos or ids[start] in specials or is_language_token(tokens[start])):
         start += 1
     return ids[start:]
 

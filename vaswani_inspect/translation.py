@@ -8,11 +8,11 @@ from typing import Any
 
 import torch
 
+from hf_vaswani.directions import resolve_direction, source_for, source_language_settings
 from hf_vaswani.limits import check_generation_settings
 from hf_vaswani.source_checks import check_not_one_text
 
 from .architectures import is_vaswani
-from .directions import resolve_direction, source_for, source_language_settings
 
 __all__ = ["translate_any"]
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import BACKEND_CHOICES
+from ..languages import DIRECTIONS
 from ..paths import DEFAULT_MODEL
 from . import beam_size, finite_float, positive_int, utf8_text
 
@@ -133,7 +134,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     from ..languages import direction_to_languages
     from ..outputs import OutputPlan
 
-    directions = list(dict.fromkeys(args.direction or ["es-en", "en-es"]))
+    directions = list(dict.fromkeys(args.direction or DIRECTIONS))
     for direction in directions:
         direction_to_languages(direction)
     resolve_device(args.device)

@@ -78,7 +78,7 @@ def command_direction(args: argparse.Namespace, model: Any, tokenizer: Any) -> s
     Raises:
         ValueError: a direction the model cannot translate (`vaswani_inspect.directions.resolve_direction`).
     """
-    from ..directions import default_direction, resolve_direction
+    from hf_vaswani.directions import default_direction, resolve_direction
 
     direction = default_direction(model, tokenizer, args.direction)
     resolve_direction(model, tokenizer, direction)
@@ -106,10 +106,10 @@ def check_direction(args: argparse.Namespace) -> None:
     """Refuse a malformed ``--direction`` before any model is loaded, and, when the model named is ours (or a
     local folder that is not readable as another architecture's), a direction other than es-en and en-es; another
     architecture's directions are checked once it is loaded (`command_direction`)."""
+    from hf_vaswani.directions import check_direction_syntax
     from hf_vaswani.languages import direction_to_languages
     from hf_vaswani.paths import looks_like_local_path
 
-    from ..directions import check_direction_syntax
     from ..loading import model_type_of
 
     if args.direction is None:

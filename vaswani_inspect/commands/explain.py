@@ -144,7 +144,7 @@ def run_explain(args: argparse.Namespace) -> int:
 
 def _inputs(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
     """The source sentences and the targets to teacher-force (None: translate), checked."""
-    from ..directions import pair_language
+    from hf_vaswani.directions import pair_language
 
     check_direction(args)
     check_device(args.device)
