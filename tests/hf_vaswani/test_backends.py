@@ -32,7 +32,7 @@ def test_the_backend_is_ctranslate2_on_a_cpu_when_installed(monkeypatch):
     assert backends.default_quantization("cpu") == "int8" and backends.default_quantization("cuda:0") == "float16"
     with pytest.raises(ValueError, match="backend must be auto, torch or ctranslate2"):
         backends.resolve_backend("onnx")
-    monkeypatch.setattr(backends, "ctranslate2_available", lambda: False)
+    monkeypatch.setattr(backends.choice, "ctranslate2_available", lambda: False)
     assert backends.resolve_backend(None) == "torch"
     with pytest.raises(ModuleNotFoundError) as error:
         backends.resolve_backend("ctranslate2")
