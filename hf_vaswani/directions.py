@@ -32,6 +32,7 @@ from .languages import DIRECTIONS, direction_to_languages, is_language_token
 __all__ = [
     "Direction",
     "check_direction_syntax",
+    "code_tokens",
     "default_direction",
     "pair_language",
     "language_codes",
@@ -125,6 +126,20 @@ def language_codes(tokenizer: Any) -> list[str]:
     return sorted(codes)
 
 
+def code_tokens(tokenizer: Any) -> list[str]:
+    """The tokens of a tokenizer's language codes that it does not list among its special tokens (M2M100's
+    ``__es__``: markers, not words, as NLLB's ``spa_Latn``), else []."""
+    listed = set(getattr(tokenizer, "all_special_tokens", None) or ())
+    return sorted(set(getattr(tokenizer, "lang_token_to_id", None) or {}) - listed)
+
+
+def _code_id(tokenizer: Any, code: str) -> int:
+    """The id of a language code's token: NLLB's and mBART-50's codes are tokens (``spa_Latn``), M2M100's tokenizer
+    names its codes ``es`` and their tokens ``__es__`` (its ``lang_code_to_id``)."""
+    by_code = getattr(tokenizer, "lang_code_to_id", None) or {}
+    return int(by_code[code]) if code in by_code else int(tokenizer.convert_tokens_to_ids(code))
+
+
 def _translation_prefixes(model: Any) -> dict[tuple[str, str], str]:
     params = getattr(model.config, "task_specific_params", None) or {}
     found = {}
@@ -187,6 +202,8 @@ def model_directions(model: Any, tokenizer: Any, wanted: tuple[str, ...] = DIREC
 def _code_for(language: str, codes: list[str]) -> str:
     if language in codes:
         return language
+    if language.startswith("__") and language.endswith("__") and language.strip("_") in codes:
+        return language.strip("_")  # M2M100's token "__es__" for a tokenizer whose codes are "es"
     candidates = [c for c in codes if c.startswith(f"{language}_") or c == f"__{language}__"]
     if language in ISO_639_3:
         candidates += [c for c in codes if c.startswith(f"{ISO_639_3[language]}_")]
@@ -221,7 +238,7 @@ def resolve_direction(model: Any, tokenizer: Any, direction: str) -> Direction:
     if scheme == "language_codes":
         codes = language_codes(tokenizer)
         source_code, target_code = _code_for(source, codes), _code_for(target, codes)
-        target_id = int(tokenizer.convert_tokens_to_ids(target_code))
+        target_id = _code_id(tokenizer, target_code)
         return Direction(
             direction,
             source_code,

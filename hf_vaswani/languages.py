@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from .empty_input import check_not_empty
 from .pipeline_vaswani import LANGUAGE_TOKEN
 
 __all__ = [
@@ -74,8 +75,7 @@ def source_with_language(text: str, target_lang: str) -> str:
     token = language_token(target_lang)
     if not isinstance(text, str):
         raise TypeError(f"The source text must be a string, got {type(text).__name__}.")
-    if not text.strip():
-        raise ValueError("The source text is empty (or only white space): there is nothing to translate.")
+    check_not_empty(text, "the source text")
     found = LANGUAGE_TOKEN_PATTERN.search(text)
     if found:
         known = ", ".join(LANGUAGE_TOKENS.values())

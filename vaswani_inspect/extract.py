@@ -18,7 +18,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from hf_vaswani.directions import Direction, resolve_direction, source_language_settings
+from hf_vaswani.directions import (
+    Direction,
+    code_tokens,
+    resolve_direction,
+    source_language_settings,
+    target_language_settings,
+)
+from hf_vaswani.empty_input import check_not_empty
 from hf_vaswani.languages import LANGUAGE_TOKEN_PATTERN, is_language_token
 from hf_vaswani.limits import check_generation_settings
 from hf_vaswani.source_checks import check_known_characters, check_language_tokens
@@ -173,7 +180,8 @@ def _target_ids(
     for i, text in enumerate(targets):
         _check_text(text, f"target #{i}")
         check_known_characters(tokenizer, [text], [f"target #{i}"])  # "</s>" alone is no translation to inspect
-        ids = _strip_leading_specials(tokenizer, _encode(tokenizer, text, f"target #{i}", target=True))
+        with target_language_settings(tokenizer, direction) if direction is not None else contextlib.nullcontext():
+            ids = _strip_leading_specials(tokenizer, _encode(tokenizer, text, f"target #{i}", target=True), start)
         if not ids:
             raise ValueError(f"target #{i} ({text!r}) has no tokens besides special tokens.")
         decoder_ids.append([*start, *_fit(ids, limit, truncation, f"target #{i}", _eos_id(tokenizer, model))])
@@ -231,8 +239,7 @@ def _check_model(model: Any) -> Any:
 def _check_text(text: Any, what: str) -> None:
     if not isinstance(text, str):
         raise ValueError(f"{what} must be a string, got {type(text).__name__}.")
-    if not text.strip():
-        raise ValueError(f"{what} is empty or whitespace only: there is nothing to translate or inspect.")
+    check_not_empty(text, what)
 
 
 def _direction(model: Any, tokenizer: Any, direction: str | None) -> Direction | None:
@@ -320,12 +327,13 @@ def _fit(ids: list[int], limit: int | None, truncation: bool, what: str, eos_id:
     return [*ids[: limit - 1], eos_id] if eos_id is not None else ids[:limit]
 
 
-def _strip_leading_specials(tokenizer: Any, ids: list[int]) -> list[int]:
+def _strip_leading_specials(tokenizer: Any, ids: list[int], added: Sequence[int] = ()) -> list[int]:
     """A reference target must not repeat `<s>` or carry a language token or code: the decoder start and the
-    direction's target code are added here."""
+    direction's target code (`added`; M2M100's tokenizer does not list its codes among its special tokens) are
+    added here."""
     bos = getattr(tokenizer, "bos_token_id", None)
     eos = getattr(tokenizer, "eos_token_id", None)
-    specials = set(getattr(tokenizer, "all_special_ids", []) or []) - {eos}
+    specials = (set(getattr(tokenizer, "all_special_ids", []) or []) | set(added)) - {eos}
     tokens = tokenizer.convert_ids_to_tokens(ids)
     start = 0
     while start < len(ids) and (ids[start] == bos or ids[start] in specials or is_language_token(tokens[start])):
@@ -410,7 +418,7 @@ def _json_safe(value: Any) -> Any:
 def _special_tokens(tokenizer: Any) -> list[str]:
     unk = getattr(tokenizer, "unk_token", None)
     specials = [t for t in getattr(tokenizer, "all_special_tokens", []) if t != unk]
-    return list(dict.fromkeys(specials))
+    return list(dict.fromkeys([*specials, *code_tokens(tokenizer)]))
 
 
 def _attention_tuple(outputs: Any, name: str, expected_layers: int | None) -> tuple[torch.Tensor, ...]:

@@ -86,14 +86,14 @@ def command_direction(args: argparse.Namespace, model: Any, tokenizer: Any) -> s
     return direction
 
 
-def check_source_texts(texts: list[str], verb: str = "inspect") -> None:
+def check_source_texts(texts: list[str]) -> None:
     """Refuse an empty text, or one with a language token written in it (the direction adds what the model
     needs), before any model is loaded."""
+    from hf_vaswani.empty_input import check_not_empty
     from hf_vaswani.languages import LANGUAGE_TOKEN_PATTERN
 
     for number, text in enumerate(texts, start=1):
-        if not text.strip():
-            raise ValueError(f"Sentence {number} is empty or whitespace only: there is nothing to {verb}.")
+        check_not_empty(text, f"sentence {number}")
         found = LANGUAGE_TOKEN_PATTERN.search(text)
         if found:
             raise ValueError(

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_vaswani.commands import beam_size, positive_int, utf8_text
+from hf_vaswani.empty_input import check_not_empty
 
 from .common import (
     DIRECTION_HELP,
@@ -173,9 +174,9 @@ def _inputs(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
         targets: list[str] | None = [getattr(pair, languages[1]) for pair in pairs]
     else:
         sources, targets = list(args.text), None if args.target is None else [args.target]
-    check_source_texts(sources, "explain")
-    if targets is not None and not all(t.strip() for t in targets):
-        raise ValueError("a target translation is empty or whitespace only: there is nothing to explain.")
+    check_source_texts(sources)
+    for number, target in enumerate(targets or (), start=1):
+        check_not_empty(target, f"target {number}")
     return sources, targets
 
 

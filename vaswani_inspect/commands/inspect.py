@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_vaswani.commands import beam_size, head_indices, positive_int, utf8_text
+from hf_vaswani.empty_input import check_not_empty
 
 from .common import (
     DIRECTION_HELP,
@@ -189,8 +190,8 @@ def _check_inspect_arguments(args: argparse.Namespace) -> None:
     if args.target is not None and args.steps:
         raise ValueError("--steps traces the model's own decoding: it does not go with --target.")
     check_source_texts(list(args.text))
-    if args.target is not None and not args.target.strip():
-        raise ValueError("--target is empty or whitespace only: there is nothing to inspect.")
+    if args.target is not None:
+        check_not_empty(args.target, "--target")
     check_device(args.device)
 
 
