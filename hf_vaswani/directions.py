@@ -44,6 +44,7 @@ __all__ = [
     "source_for",
     "source_language_settings",
     "target_language_settings",
+    "target_language_token",
 ]
 
 _CODE_PATTERNS = (
@@ -113,6 +114,23 @@ def _split(direction: str) -> tuple[str, str]:
 def _target_tokens(tokenizer: Any) -> list[str]:
     vocabulary = tokenizer.get_vocab() if hasattr(tokenizer, "get_vocab") else {}
     return sorted(token for token in vocabulary if is_language_token(token))
+
+
+def target_language_token(tokenizer: Any, direction: str) -> str:
+    """The token that asks for the target of `direction` (``">>en<<"`` for ``"es-en"``) in a vocabulary of such
+    tokens (ours, multilingual OPUS-MT models), or "" for a tokenizer without them.
+
+    Raises:
+        ValueError: a malformed direction, or a target language the vocabulary has no token for.
+    """
+    known = _target_tokens(tokenizer)
+    if not known:
+        return ""
+    token = f">>{_split(direction)[1]}<<"
+    if token not in known:
+        shown = ", ".join(known[:12]) + (" ..." if len(known) > 12 else "")
+        raise ValueError(f"The model has no language token {token} for direction {direction!r}; it has {shown}.")
+    return token
 
 
 def language_codes(tokenizer: Any) -> list[str]:
@@ -228,13 +246,9 @@ def resolve_direction(model: Any, tokenizer: Any, direction: str) -> Direction:
         direction_to_languages(direction)  # our models translate es-en and en-es
     scheme = scheme_of(model, tokenizer)
     if scheme == "target_token":
-        token = f">>{target}<<"
-        known = _target_tokens(tokenizer)
-        if token not in known:
-            raise ValueError(
-                f"The tokenizer has no language token {token} for direction {direction!r}; it knows {known}."
-            )
-        return Direction(direction, source, target, scheme, source_prefix=f"{token} ")
+        return Direction(
+            direction, source, target, scheme, source_prefix=f"{target_language_token(tokenizer, direction)} "
+        )
     if scheme == "language_codes":
         codes = language_codes(tokenizer)
         source_code, target_code = _code_for(source, codes), _code_for(target, codes)

@@ -70,7 +70,7 @@ def source_with_language(text: str, target_lang: str) -> str:
 
     Raises:
         ValueError: if `target_lang` is not supported (the message lists the supported languages), or if
-            `text` is empty or only white space.
+            `text` is empty (`hf_vaswani.empty_input`).
     """
     token = language_token(target_lang)
     if not isinstance(text, str):

@@ -255,16 +255,9 @@ class MarianCTranslate2Translator(CTranslate2Translator):
 
     def _target_token(self, direction: str) -> str:
         """``>>yy<<`` for a multilingual model asked for "xx-yy", "" for a one-direction model (no such tokens)."""
-        from ..languages import LANGUAGE_TOKEN_PATTERN
+        from ..directions import target_language_token
 
-        known = sorted(token for token in self.tokenizer.get_vocab() if LANGUAGE_TOKEN_PATTERN.fullmatch(token))
-        if not known:
-            return ""
-        target = str(direction).rpartition("-")[2]
-        if f">>{target}<<" not in known:
-            shown = ", ".join(known[:12]) + (" ..." if len(known) > 12 else "")
-            raise ValueError(f"The model has no target-language token >>{target}<< for {direction!r}; it has {shown}.")
-        return f">>{target}<<"
+        return target_language_token(self.tokenizer, direction)
 
 
 def load_ctranslate2(
