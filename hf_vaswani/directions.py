@@ -328,11 +328,11 @@ def source_for(direction: Direction, text: str) -> str:
 
 
 @contextlib.contextmanager
-def target_language_settings(tokenizer: Any, direction: Direction) -> Iterator[Any]:
+def target_language_settings(tokenizer: Any, direction: Direction | None) -> Iterator[Any]:
     """Inside: the tokenizer encodes sources and ``text_target`` references as `direction` asks (``src_lang`` and
-    ``tgt_lang`` for a tokenizer of language codes); restored on the way out."""
-    settings = dict(direction.tokenizer_settings)
-    if direction.scheme == "language_codes" and hasattr(tokenizer, "tgt_lang"):
+    ``tgt_lang`` for a tokenizer of language codes; None: as it is); restored on the way out."""
+    settings = dict(direction.tokenizer_settings) if direction is not None else {}
+    if direction is not None and direction.scheme == "language_codes" and hasattr(tokenizer, "tgt_lang"):
         settings["tgt_lang"] = direction.target
     with _tokenizer_set(tokenizer, settings):
         yield tokenizer

@@ -154,7 +154,7 @@ def _source_ids(
             _fit(_encode(tokenizer, text, "source"), max_positions, truncation, f"source #{i}", eos)
             for i, text in enumerate(texts)
         ]
-    if direction is None and _vocab_has_language_tokens(tokenizer):
+    if direction is None and any(map(is_language_token, getattr(tokenizer, "all_special_tokens", []))):
         for i, ids in enumerate(source_ids):
             if not any(is_language_token(t) for t in tokenizer.convert_ids_to_tokens(ids)):
                 warnings.warn(
@@ -180,7 +180,7 @@ def _target_ids(
     for i, text in enumerate(targets):
         _check_text(text, f"target #{i}")
         check_known_characters(tokenizer, [text], [f"target #{i}"])  # "</s>" alone is no translation to inspect
-        with target_language_settings(tokenizer, direction) if direction is not None else contextlib.nullcontext():
+        with target_language_settings(tokenizer, direction):
             ids = _strip_leading_specials(tokenizer, _encode(tokenizer, text, f"target #{i}", target=True), start)
         if not ids:
             raise ValueError(f"target #{i} ({text!r}) has no tokens besides special tokens.")
@@ -244,10 +244,6 @@ def _check_text(text: Any, what: str) -> None:
 
 def _direction(model: Any, tokenizer: Any, direction: str | None) -> Direction | None:
     return None if direction is None else resolve_direction(model, tokenizer, direction)
-
-
-def _vocab_has_language_tokens(tokenizer: Any) -> bool:
-    return any(is_language_token(t) for t in getattr(tokenizer, "all_special_tokens", []))
 
 
 def _prepare_source(tokenizer: Any, text: Any, index: int, direction: Direction | None) -> str:
@@ -328,9 +324,8 @@ def _fit(ids: list[int], limit: int | None, truncation: bool, what: str, eos_id:
 
 
 def _strip_leading_specials(tokenizer: Any, ids: list[int], added: Sequence[int] = ()) -> list[int]:
-    """A reference target must not repeat `<s>` or carry a language token or code: the decoder start and the
-    direction's target code (`added`; M2M100's tokenizer does not list its codes among its special tokens) are
-    added here."""
+    """A reference target must not repeat `<s>` or carry a language token or code (`added`: M2M100 lists no codes
+    among its special tokens): the decoder start and the direction's target code are added here."""
     bos = getattr(tokenizer, "bos_token_id", None)
     eos = getattr(tokenizer, "eos_token_id", None)
     specials = (set(getattr(tokenizer, "all_special_ids", []) or []) | set(added)) - {eos}
