@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["NO_SENTENCE", "check_not_empty", "check_some_sentences", "empty_text_message"]
+__all__ = ["NO_SENTENCE", "check_not_empty", "check_some_sentences", "check_text", "empty_text_message"]
 
 #: The message for a request with no sentence at all.
 NO_SENTENCE = "No sentence to translate: the input is empty."
@@ -26,6 +26,17 @@ def check_not_empty(text: str, label: str) -> None:
     """
     if not text.strip():
         raise ValueError(empty_text_message(label))
+
+
+def check_text(text: object, label: str) -> None:
+    """Refuse what is not a string, or a string with nothing but white space in it (`check_not_empty`).
+
+    Raises:
+        ValueError: naming `label`.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"{label[:1].upper()}{label[1:]} must be a string, got {type(text).__name__}.")
+    check_not_empty(text, label)
 
 
 def check_some_sentences(sentences: Sequence[object]) -> None:

@@ -21,6 +21,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from .checked_source import unchecked
 from .empty_input import check_not_empty, check_some_sentences
 from .languages import LANGUAGE_TOKEN_PATTERN, direction_to_languages, source_with_language
 from .limits import check_generation_settings
@@ -194,7 +195,7 @@ def checked_sources(
             sources.append(source_with_language(sentence, target_lang))
         except (ValueError, TypeError) as error:
             raise ValueError(f"{label[:1].upper()}{label[1:]}: {error}") from None
-    check_known_characters(tokenizer, sentences, labels)
+    check_known_characters(tokenizer, *unchecked(sentences, labels, direction))
     return sources
 
 

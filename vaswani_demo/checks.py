@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hf_vaswani.checked_source import CheckedSource
 from hf_vaswani.languages import LANGUAGE_TOKEN_PATTERN
 from hf_vaswani.source_checks import MAX_UNKNOWN_SHARE, unknown_characters
 from vaswani_inspect.ablation import Head
@@ -243,7 +244,8 @@ def translation_request(
     chosen_layer = layer_choice(layer, choices.decoder_layers)
     chosen_heads = head_choice(head, choices.decoder_heads)
     notes = text_notes(routes, text, direction, choices.max_tokens)
-    return TranslationRequest(text, direction, beams, new_tokens, chosen_layer, chosen_heads, tuple(notes))
+    checked = CheckedSource(text, direction)  # translated and recorded without checking it again
+    return TranslationRequest(checked, direction, beams, new_tokens, chosen_layer, chosen_heads, tuple(notes))
 
 
 def alignment_options(

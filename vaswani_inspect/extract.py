@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from hf_vaswani.checked_source import is_checked
 from hf_vaswani.directions import (
     Direction,
     code_tokens,
@@ -25,7 +26,7 @@ from hf_vaswani.directions import (
     source_language_settings,
     target_language_settings,
 )
-from hf_vaswani.empty_input import check_not_empty
+from hf_vaswani.empty_input import check_text
 from hf_vaswani.languages import LANGUAGE_TOKEN_PATTERN, is_language_token
 from hf_vaswani.limits import check_generation_settings
 from hf_vaswani.source_checks import check_known_characters, check_language_tokens
@@ -178,7 +179,7 @@ def _target_ids(
     limit = None if max_positions is None else max_positions - len(start)
     decoder_ids = []
     for i, text in enumerate(targets):
-        _check_text(text, f"target #{i}")
+        check_text(text, f"target #{i}")
         check_known_characters(tokenizer, [text], [f"target #{i}"])  # "</s>" alone is no translation to inspect
         with target_language_settings(tokenizer, direction):
             ids = _strip_leading_specials(tokenizer, _encode(tokenizer, text, f"target #{i}", target=True), start)
@@ -236,25 +237,21 @@ def _check_model(model: Any) -> Any:
     return config
 
 
-def _check_text(text: Any, what: str) -> None:
-    if not isinstance(text, str):
-        raise ValueError(f"{what} must be a string, got {type(text).__name__}.")
-    check_not_empty(text, what)
-
-
 def _direction(model: Any, tokenizer: Any, direction: str | None) -> Direction | None:
     return None if direction is None else resolve_direction(model, tokenizer, direction)
 
 
 def _prepare_source(tokenizer: Any, text: Any, index: int, direction: Direction | None) -> str:
     """The source as the model reads it, checked as the commands check theirs (`hf_vaswani.source_checks`)."""
-    _check_text(text, f"source #{index}")
+    check_text(text, f"source #{index}")
+    checked = is_checked(text, direction.name if direction is not None else None)  # at the door (the demo)
     text = text.strip()
-    check_language_tokens(tokenizer, text, f"source #{index}")
     leading = LANGUAGE_TOKEN_PATTERN.match(text)
     words = text[leading.end() :] if leading else text
-    if words.strip():
-        check_known_characters(tokenizer, [words], [f"source #{index}"])
+    if not checked:
+        check_language_tokens(tokenizer, text, f"source #{index}")
+        if words.strip():
+            check_known_characters(tokenizer, [words], [f"source #{index}"])
     if direction is None:
         return text
     if direction.scheme != "target_token":

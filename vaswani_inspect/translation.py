@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from hf_vaswani.directions import resolve_direction, source_for, source_language_settings
-from hf_vaswani.empty_input import check_not_empty
+from hf_vaswani.empty_input import check_text
 from hf_vaswani.limits import check_generation_settings
 from hf_vaswani.source_checks import check_not_one_text
 
@@ -55,9 +55,7 @@ def translate_any(
     if not texts:
         raise ValueError("No sentences to translate.")
     for number, text in enumerate(texts, start=1):
-        if not isinstance(text, str):
-            raise ValueError(f"Sentence {number} must be a string, got {type(text).__name__}.")
-        check_not_empty(text, f"sentence {number}")
+        check_text(text, f"sentence {number}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
     check_generation_settings(

@@ -224,7 +224,8 @@ class MarianCTranslate2Translator(CTranslate2Translator):
     def _checked_texts(self, sentences: list[str], direction: str, labels: list[str], **settings: Any) -> list[str]:
         """The texts to encode, once every input and setting is checked: each sentence, after the target's token
         for a multilingual model."""
-        from ..empty_input import check_not_empty, check_some_sentences
+        from ..checked_source import unchecked
+        from ..empty_input import check_some_sentences, check_text
         from ..limits import check_generation_settings
         from ..source_checks import check_known_characters
 
@@ -236,10 +237,8 @@ class MarianCTranslate2Translator(CTranslate2Translator):
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
         check_generation_settings(self, num_beams=settings["num_beams"], max_new_tokens=settings["max_new_tokens"])
         for label, sentence in zip(labels, sentences, strict=True):
-            if not isinstance(sentence, str):
-                raise ValueError(f"{label[:1].upper()}{label[1:]} must be a string, got {type(sentence).__name__}.")
-            check_not_empty(sentence, label)
-        check_known_characters(self.tokenizer, sentences, labels)
+            check_text(sentence, label)
+        check_known_characters(self.tokenizer, *unchecked(sentences, labels, direction))
         token = self._target_token(direction)
         return [f"{token} {sentence.strip()}" if token else sentence.strip() for sentence in sentences]
 
