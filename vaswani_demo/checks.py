@@ -25,8 +25,9 @@ from hf_vaswani.checked_source import CheckedSource
 from hf_vaswani.languages import LANGUAGE_TOKEN_PATTERN
 from hf_vaswani.source_checks import MAX_UNKNOWN_SHARE, unknown_characters
 from vaswani_inspect.ablation import Head
+from vaswani_inspect.record import KINDS
 
-from .settings import KINDS, MAX_CHARS, MEAN, MODEL_ALIGNER, UNITS, VIEWS
+from .settings import MAX_CHARS, MEAN, MODEL_ALIGNER, UNITS, VIEWS
 from .texts import Named, Offered, Refusal
 
 if TYPE_CHECKING:

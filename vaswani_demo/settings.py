@@ -1,14 +1,13 @@
 """The demo's fixed values: input limits, serving defaults, the values its controls offer, the course examples.
 (What the controls call those values, in English and Spanish, is in `vaswani_demo.texts`.)
 
-Only fixed values of the packages below are imported here (the directions, the attention kinds), so that
+Only `hf_vaswani`'s list of directions is imported here (neither `vaswani_inspect` nor Gradio), so that
 ``hf-vaswani demo --help`` can show the defaults without loading Gradio or a model.
 """
 
 from __future__ import annotations
 
 from hf_vaswani.languages import DIRECTIONS
-from vaswani_inspect.record import KINDS
 
 __all__ = [
     "APP_CSS",
@@ -21,7 +20,6 @@ __all__ = [
     "FAILURE_EXAMPLES",
     "FILE_TTL_SECONDS",
     "HEAD_LABEL",
-    "KINDS",
     "MAX_BEAMS",
     "MAX_CHARS",
     "MAX_SESSIONS",
