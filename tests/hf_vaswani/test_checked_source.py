@@ -1,4 +1,4 @@
-"""`hf_vaswani.checked_source`: a text checked at the door is tokenized to check it there only; translate, extract
+"""`hf_vaswani.checked_source`: a text checked at the door is tokenized to check it there only; translate, extract,
 and the demo's request do not check it again, while a plain string (or one checked for another direction) is."""
 
 from __future__ import annotations
@@ -41,3 +41,14 @@ def test_translate_and_extract_check_a_text_unless_it_was_checked_for_its_direct
     translate(model, tokenizer, ["el gato", CheckedSource("la casa", "en-es")], "es-en", **settings)
     extract(model, tokenizer, "el perro", direction="es-en", generate_kwargs=settings)
     assert checks == ["el gato", "la casa", "el perro"]
+
+
+@pytest.mark.parametrize("command", ["inspect", "explain"])
+def test_the_commands_check_each_source_once(command, model, tokenizer, tmp_path, checks, capsys):
+    from hf_vaswani.cli import main
+
+    model.save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    argv = [command, "el gato", "la casa", "--model", str(tmp_path / "model"), "--out", str(tmp_path / "out")]
+    assert main([*argv, "--max-new-tokens" if command == "inspect" else "--num-beams", "2"]) == 0, capsys.readouterr()
+    assert checks == ["el gato", "la casa"]

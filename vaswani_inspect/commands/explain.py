@@ -108,9 +108,11 @@ def run_explain(args: argparse.Namespace) -> int:
 
         methods = [(model_aligner(model.config) or {"method": "attention"})["method"]]
     if targets is None:
+        from hf_vaswani.checked_source import CheckedSource
         from hf_vaswani.inference import check_known_characters
 
         check_known_characters(tokenizer, sources, [f"sentence {i}" for i in range(1, len(sources) + 1)])
+        sources = [CheckedSource(text, args.direction) for text in sources]  # (extract checks them no more)
     records = extract(
         model,
         tokenizer,
