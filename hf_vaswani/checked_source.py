@@ -1,7 +1,8 @@
 """A source text checked once, where it came in, and read as checked further in.
 
 The demo checks a request's text before anything runs (`vaswani_demo.checks`: not empty, no language token written
-in it, short enough, characters its model's tokenizer knows) and passes it on as a `CheckedSource`.
+in it, short enough, characters its model's tokenizer knows), as ``hf-vaswani inspect`` and ``explain`` check their
+sentences, and passes it on as a `CheckedSource`.
 `hf_vaswani.inference.translate`, the CTranslate2 translators and `vaswani_inspect`'s extract and decoding trace
 then take it as the text it is: they tokenize it to check it only when it is a plain string (`unchecked`).
 """

@@ -1,5 +1,5 @@
-"""`hf_vaswani.checked_source`: a text checked at the door is tokenized to check it there only; translate, extract,
-and the demo's request do not check it again, while a plain string (or one checked for another direction) is."""
+"""`hf_vaswani.checked_source`: a text checked at the door is tokenized to check it there only (translate, extract
+and the commands do not check it again), while a plain string, or one checked for another direction, is."""
 
 from __future__ import annotations
 
