@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import torch
 
 from .generation_options import check_generation_options
+from .languages import DIRECTIONS
 from .limits import GenerationLimits, check_generation_settings, generation_limits  # (re-exported here)
 from .model_checks import check_model, reports_silenced
 from .paths import DEFAULT_MODEL, default_model_path, looks_like_local_path  # (the first two re-exported here)
@@ -331,7 +332,7 @@ def evaluate_pairs(
     model: Any,
     tokenizer: Any,
     pairs: Sequence[Sequence[str]],
-    directions: Sequence[str] = ("es-en", "en-es"),
+    directions: Sequence[str] = DIRECTIONS,
     *,
     num_beams: int | None = None,
     batch_size: int = 32,
@@ -408,7 +409,7 @@ def evaluate_file(
     model: Any,
     tokenizer: Any,
     path: str | os.PathLike[str],
-    directions: Sequence[str] = ("es-en", "en-es"),
+    directions: Sequence[str] = DIRECTIONS,
     *,
     limit: int | None = None,
     num_beams: int | None = None,

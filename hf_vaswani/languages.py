@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import re
 
+from .empty_input import check_not_empty
+from .pipeline_vaswani import LANGUAGE_TOKEN
+
 __all__ = [
     "DIRECTIONS",
     "LANGUAGE_TOKENS",
@@ -16,7 +19,9 @@ __all__ = [
     "LANGUAGE_TOKEN_IDS",
     "SUPPORTED_LANGUAGES",
     "direction_to_languages",
+    "is_language_token",
     "language_token",
+    "leading_language_token",
     "source_with_language",
 ]
 
@@ -25,10 +30,23 @@ LANGUAGE_TOKENS: dict[str, str] = {"en": ">>en<<", "es": ">>es<<"}
 #: Language code -> id of its language token.
 LANGUAGE_TOKEN_IDS: dict[str, int] = {"en": 4, "es": 5}
 SUPPORTED_LANGUAGES: tuple[str, ...] = tuple(LANGUAGE_TOKENS)
-#: What a language token looks like (``>>en<<``); one written inside a source text is refused.
-LANGUAGE_TOKEN_PATTERN = re.compile(r">>[^\s<>]+<<")
+#: What a language token looks like (``>>en<<``, the language in group 1); one written inside a source text is
+#: refused. Written in `hf_vaswani.pipeline_vaswani`, which is copied next to the weights and imports only torch and
+#: transformers; every other module reads it from here.
+LANGUAGE_TOKEN_PATTERN: re.Pattern[str] = LANGUAGE_TOKEN
 #: The translation directions, "source-target".
 DIRECTIONS: tuple[str, ...] = ("es-en", "en-es")
+
+
+def is_language_token(token: str) -> bool:
+    """Whether `token` is a language token as a whole (``">>en<<"``, ``">>fr<<"``: any model's, not only ours)."""
+    return bool(LANGUAGE_TOKEN_PATTERN.fullmatch(token))
+
+
+def leading_language_token(text: str) -> str | None:
+    """The language token `text` starts with (``">>en<< El gato."`` -> ``">>en<<"``), else None."""
+    found = LANGUAGE_TOKEN_PATTERN.match(text)
+    return found.group(0) if found else None
 
 
 def language_token(lang: str) -> str:
@@ -52,13 +70,12 @@ def source_with_language(text: str, target_lang: str) -> str:
 
     Raises:
         ValueError: if `target_lang` is not supported (the message lists the supported languages), or if
-            `text` is empty or only white space.
+            `text` is empty (`hf_vaswani.empty_input`).
     """
     token = language_token(target_lang)
     if not isinstance(text, str):
         raise TypeError(f"The source text must be a string, got {type(text).__name__}.")
-    if not text.strip():
-        raise ValueError("The source text is empty (or only white space): there is nothing to translate.")
+    check_not_empty(text, "the source text")
     found = LANGUAGE_TOKEN_PATTERN.search(text)
     if found:
         known = ", ".join(LANGUAGE_TOKENS.values())

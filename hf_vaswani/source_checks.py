@@ -21,6 +21,8 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from .checked_source import unchecked
+from .empty_input import check_not_empty, check_some_sentences
 from .languages import LANGUAGE_TOKEN_PATTERN, direction_to_languages, source_with_language
 from .limits import check_generation_settings
 
@@ -182,18 +184,19 @@ def checked_sources(
     sentences = list(sentences)
     if len(labels) != len(sentences):
         raise ValueError(f"Got {len(labels)} labels for {len(sentences)} sentences.")
-    if not sentences:
-        raise ValueError("No sentence to translate: the input is empty.")
+    check_some_sentences(sentences)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
     check_generation_settings(model, num_beams=num_beams, max_new_tokens=max_new_tokens)
     sources = []
     for label, sentence in zip(labels, sentences, strict=True):
+        if isinstance(sentence, str):
+            check_not_empty(sentence, label)
         try:
             sources.append(source_with_language(sentence, target_lang))
         except (ValueError, TypeError) as error:
             raise ValueError(f"{label[:1].upper()}{label[1:]}: {error}") from None
-    check_known_characters(tokenizer, sentences, labels)
+    check_known_characters(tokenizer, *unchecked(sentences, labels, direction))
     return sources
 
 

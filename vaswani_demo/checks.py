@@ -21,12 +21,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hf_vaswani.checked_source import CheckedSource
 from hf_vaswani.languages import LANGUAGE_TOKEN_PATTERN
 from hf_vaswani.source_checks import MAX_UNKNOWN_SHARE, unknown_characters
 from vaswani_inspect.ablation import Head
+from vaswani_inspect.record import KINDS
 from vaswani_inspect.views import view_names
 
-from .settings import KINDS, MAX_CHARS, MEAN, MODEL_ALIGNER, UNITS
+from .settings import MAX_CHARS, MEAN, MODEL_ALIGNER, UNITS
 from .texts import Named, Offered, Refusal, ViewNames
 
 if TYPE_CHECKING:
@@ -245,7 +247,8 @@ def translation_request(
     chosen_layer = layer_choice(layer, choices.decoder_layers)
     chosen_heads = head_choice(head, choices.decoder_heads)
     notes = text_notes(routes, text, direction, choices.max_tokens)
-    return TranslationRequest(text, direction, beams, new_tokens, chosen_layer, chosen_heads, tuple(notes))
+    checked = CheckedSource(text, direction)  # translated and recorded without checking it again
+    return TranslationRequest(checked, direction, beams, new_tokens, chosen_layer, chosen_heads, tuple(notes))
 
 
 def alignment_options(

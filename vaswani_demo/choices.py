@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from hf_vaswani.languages import DIRECTIONS
 from hf_vaswani.limits import MAX_NUM_BEAMS, generation_limits
 from vaswani_inspect.alignment.config import model_aligner, model_alignment
 from vaswani_inspect.architectures import head_counts
@@ -122,7 +123,7 @@ class DemoChoices:
     missing_methods: tuple[str, ...] = ()
     default_method: str = "attention"
     measurements: Mapping[str, Any] | None = None
-    directions: tuple[str, ...] = ("es-en", "en-es")
+    directions: tuple[str, ...] = DIRECTIONS
     serving: Mapping[str, Serving] = field(default_factory=lambda: MappingProxyType({}))
     aligner: str = "trained"
 

@@ -20,12 +20,13 @@ from matplotlib.patches import Rectangle
 from vaswani_inspect.alignment.config import alignment_settings
 from vaswani_inspect.alignment.links import align, alignment_matrix, source_words, target_words, word_lists
 from vaswani_inspect.plots import ANNOTATE_MAX, new_figure, plot_alignment_links, plot_heatmap
+from vaswani_inspect.record import KINDS
 
 from .checks import head_choice, layer_choice
 from .embed import iframe_html, localised_view, placeholder_html, view_entry, view_height
 from .figures import label_figure
 from .readings import filled_reading
-from .settings import KINDS, MEAN, MODEL_ALIGNER
+from .settings import MEAN, MODEL_ALIGNER
 from .texts import DEFAULT_LANGUAGE, Named, message, page_text
 
 __all__ = [

@@ -19,6 +19,7 @@ import gradio as gr
 from gradio.i18n import I18nData
 
 from vaswani_inspect.attribution import METHODS
+from vaswani_inspect.record import KINDS
 from vaswani_inspect.views import view_names
 
 from .choices import DemoChoices
@@ -31,7 +32,6 @@ from .settings import (
     DIRECTIONS,
     EXAMPLES,
     FAILURE_EXAMPLES,
-    KINDS,
     MAX_CHARS,
     MODEL_ALIGNER,
     STATE_TTL_SECONDS,

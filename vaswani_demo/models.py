@@ -23,8 +23,7 @@ from typing import Any
 
 from hf_vaswani import paths
 from hf_vaswani.architectures import architecture_for_model_type
-from vaswani_inspect.architectures import ARCHITECTURES, Architecture, architecture_of, head_counts
-from vaswani_inspect.directions import (
+from hf_vaswani.directions import (
     Direction,
     model_direction,
     model_directions,
@@ -33,6 +32,7 @@ from vaswani_inspect.directions import (
     set_model_direction,
     source_language_settings,
 )
+from vaswani_inspect.architectures import ARCHITECTURES, Architecture, architecture_of, head_counts
 
 from .settings import ARCHITECTURE_NAMES, DIRECTIONS, MODEL_ENV
 
@@ -219,11 +219,9 @@ def served_directions(model: Any, tokenizer: Any, spec: ModelSpec) -> tuple[str,
     return (spec.direction,)
 
 
-def _known_architecture(path: str) -> Architecture | None:
-    """The architecture a folder's or cached Hub id's config names, before loading it (None: not known yet)."""
-    from vaswani_inspect.loading import model_type_of
-
-    return architecture_for_model_type(model_type_of(path))
+def _known_architecture(model_type: str | None) -> Architecture | None:
+    """The architecture of a config's `model_type`, before the model is loaded (None: not known yet)."""
+    return architecture_for_model_type(model_type)
 
 
 def translation_backend(requested: str | None, architecture: Architecture, device: str | None, name: str) -> str:
@@ -255,17 +253,20 @@ def _shown_name(path: str) -> str:
 def _load_one(spec: ModelSpec, device: str | None, backend: str | None) -> ServedModel:
     from hf_vaswani.backends import load_ctranslate2, load_ctranslate2_or_none
     from hf_vaswani.inference import resolve_device
-    from vaswani_inspect.loading import load_for_inspection
+    from vaswani_inspect.loading import load_for_inspection, model_type_of
 
-    known = _known_architecture(spec.path)
-    if known is not None:  # refuse before loading a model that will not be served
-        translation_backend(backend, known, device, spec.path)
+    model_type = model_type_of(spec.path)  # config.json, read once for the backend and the loader
+    known = _known_architecture(model_type)
+    # Chosen before loading when the config names the architecture: a model that will not be served is refused.
+    chosen = translation_backend(backend, known, device, spec.path) if known is not None else None
     # No device named: a GPU when PyTorch sees one (CTranslate2's "auto" stays on the CPU, as `translate` does).
-    model, tokenizer = load_for_inspection(spec.path, str(resolve_device(device)))
+    model, tokenizer = load_for_inspection(spec.path, str(resolve_device(device)), model_type=model_type)
     architecture = architecture_of(model)
     directions = served_directions(model, tokenizer, ModelSpec(spec.path, spec.direction))
     translator = None
-    if translation_backend(backend, architecture, device, spec.path) == "ctranslate2":
+    if chosen is None:
+        chosen = translation_backend(backend, architecture, device, spec.path)
+    if chosen == "ctranslate2":
         # "auto" falls back to PyTorch, with one warning, when the CTranslate2 cache cannot be written.
         load = load_ctranslate2 if backend == "ctranslate2" else load_ctranslate2_or_none
         translator = load(spec.path, device=device)

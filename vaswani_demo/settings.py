@@ -1,13 +1,15 @@
 """The demo's fixed values: input limits, serving defaults, the values its controls offer, the course examples.
 (What the controls call those values, in English and Spanish, is in `vaswani_demo.texts`.)
 
-Only the architecture registry (`hf_vaswani.architectures`, plain data) is imported here, so that
+Only the architecture registry (`hf_vaswani.architectures`, plain data) and `hf_vaswani`'s list of directions are
+imported here (neither `vaswani_inspect` nor Gradio), so that
 ``hf-vaswani demo --help`` can show the defaults without loading Gradio or a model.
 """
 
 from __future__ import annotations
 
 from hf_vaswani.architectures import DISPLAY_NAMES
+from hf_vaswani.languages import DIRECTIONS
 
 __all__ = [
     "APP_CSS",
@@ -20,7 +22,6 @@ __all__ = [
     "FAILURE_EXAMPLES",
     "FILE_TTL_SECONDS",
     "HEAD_LABEL",
-    "KINDS",
     "MAX_BEAMS",
     "MAX_CHARS",
     "MAX_SESSIONS",
@@ -50,9 +51,6 @@ DEFAULT_MAX_QUEUE = 64
 #: Environment variable naming the model folder or Hub id when none is passed (used by the Space); several models,
 #: one per direction, are separated by spaces (``es-en=A en-es=B``).
 MODEL_ENV = "VASWANI_DEMO_MODEL"
-#: The directions the demo translates (its texts, examples and course are Spanish <-> English); a model serves those
-#: of them it offers (`vaswani_demo.models`).
-DIRECTIONS = ("es-en", "en-es")
 #: How the page names each architecture of `hf_vaswani.architectures.ARCHITECTURES` (its ``display_name``; an
 #: unknown one: its own name), read from the registry at each use.
 ARCHITECTURE_NAMES = DISPLAY_NAMES
@@ -95,9 +93,8 @@ FAILURE_EXAMPLES: tuple[tuple[str, str], ...] = (
     ("Me senté en el banco de la plaza", "es-en"),
 )
 
-#: The values of the radio buttons (their labels, by language, are `vaswani_demo.texts.CHOICES`); the views',
+#: The values of the radio buttons are their labels' keys (by language, `vaswani_demo.texts.CHOICES`); the views',
 #: `VIEWS`, are the names of `vaswani_inspect.views.VIEW_REGISTRY` (`__getattr__`).
-KINDS = ("encoder", "decoder", "cross")
 UNITS = ("words", "tokens")
 #: How the ablation panel names a head of one attention kind: layer and head, from 0 ("L0 H1").
 HEAD_LABEL = "L{layer} H{head}"

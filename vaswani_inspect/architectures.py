@@ -29,6 +29,8 @@ import torch
 
 from hf_vaswani.architectures import ARCHITECTURES, MODEL_TYPES, Architecture, architecture_for_model_type
 
+from .record import KINDS
+
 __all__ = [
     "ARCHITECTURES",
     "Architecture",
@@ -45,8 +47,6 @@ __all__ = [
     "position_limit",
     "projections",
 ]
-
-KINDS = ("encoder", "decoder", "cross")
 
 
 class UnsupportedModelError(TypeError):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -19,16 +18,24 @@ from typing import Any
 import numpy as np
 import torch
 
+from hf_vaswani.checked_source import is_checked
+from hf_vaswani.directions import (
+    Direction,
+    code_tokens,
+    resolve_direction,
+    source_language_settings,
+    target_language_settings,
+)
+from hf_vaswani.empty_input import check_text
 from hf_vaswani.generation_options import GENERATE_ARGUMENTS, check_generation_options
+from hf_vaswani.languages import LANGUAGE_TOKEN_PATTERN, is_language_token
 from hf_vaswani.source_checks import check_known_characters, check_language_tokens
 
 from .alignment.config import model_alignment
 from .architectures import UnsupportedModelError, ensure_attention_weights, head_counts, position_limit
-from .directions import Direction, resolve_direction, source_language_settings
 from .loading import load_model_and_tokenizer  # (re-exported: the commands and users import it from here)
 from .pieces import mark_task_prefix, piece_labels
 from .record import AttentionRecord, check_alignment
-from .words import LANGUAGE_TOKEN
 
 #: When `generate_kwargs` sets neither `max_new_tokens` nor `max_length`, translations may be this many tokens
 #: longer than the source (and never longer than the model's `max_position_embeddings` allows).
@@ -148,9 +155,9 @@ def _source_ids(
             _fit(_encode(tokenizer, text, "source"), max_positions, truncation, f"source #{i}", eos)
             for i, text in enumerate(texts)
         ]
-    if direction is None and _vocab_has_language_tokens(tokenizer):
+    if direction is None and any(map(is_language_token, getattr(tokenizer, "all_special_tokens", []))):
         for i, ids in enumerate(source_ids):
-            if not any(LANGUAGE_TOKEN.match(t) for t in tokenizer.convert_ids_to_tokens(ids)):
+            if not any(is_language_token(t) for t in tokenizer.convert_ids_to_tokens(ids)):
                 warnings.warn(
                     f"source #{i} has no target-language token (>>xx<<): pass direction='es-en' or start the text "
                     "with '>>en<<', or the model may translate into the wrong language.",
@@ -172,9 +179,10 @@ def _target_ids(
     limit = None if max_positions is None else max_positions - len(start)
     decoder_ids = []
     for i, text in enumerate(targets):
-        _check_text(text, f"target #{i}")
+        check_text(text, f"target #{i}")
         check_known_characters(tokenizer, [text], [f"target #{i}"])  # "</s>" alone is no translation to inspect
-        ids = _strip_leading_specials(tokenizer, _encode(tokenizer, text, f"target #{i}", target=True))
+        with target_language_settings(tokenizer, direction):
+            ids = _strip_leading_specials(tokenizer, _encode(tokenizer, text, f"target #{i}", target=True), start)
         if not ids:
             raise ValueError(f"target #{i} ({text!r}) has no tokens besides special tokens.")
         decoder_ids.append([*start, *_fit(ids, limit, truncation, f"target #{i}", _eos_id(tokenizer, model))])
@@ -229,30 +237,21 @@ def _check_model(model: Any) -> Any:
     return config
 
 
-def _check_text(text: Any, what: str) -> None:
-    if not isinstance(text, str):
-        raise ValueError(f"{what} must be a string, got {type(text).__name__}.")
-    if not text.strip():
-        raise ValueError(f"{what} is empty or whitespace only: there is nothing to translate or inspect.")
-
-
 def _direction(model: Any, tokenizer: Any, direction: str | None) -> Direction | None:
     return None if direction is None else resolve_direction(model, tokenizer, direction)
 
 
-def _vocab_has_language_tokens(tokenizer: Any) -> bool:
-    return any(LANGUAGE_TOKEN.match(t) for t in getattr(tokenizer, "all_special_tokens", []))
-
-
 def _prepare_source(tokenizer: Any, text: Any, index: int, direction: Direction | None) -> str:
     """The source as the model reads it, checked as the commands check theirs (`hf_vaswani.source_checks`)."""
-    _check_text(text, f"source #{index}")
+    check_text(text, f"source #{index}")
+    checked = is_checked(text, direction.name if direction is not None else None)  # at the door (the demo)
     text = text.strip()
-    check_language_tokens(tokenizer, text, f"source #{index}")
-    leading = re.match(r"^>>[A-Za-z0-9_\-]+<<", text)
+    leading = LANGUAGE_TOKEN_PATTERN.match(text)
     words = text[leading.end() :] if leading else text
-    if words.strip():
-        check_known_characters(tokenizer, [words], [f"source #{index}"])
+    if not checked:
+        check_language_tokens(tokenizer, text, f"source #{index}")
+        if words.strip():
+            check_known_characters(tokenizer, [words], [f"source #{index}"])
     if direction is None:
         return text
     if direction.scheme != "target_token":
@@ -321,15 +320,15 @@ def _fit(ids: list[int], limit: int | None, truncation: bool, what: str, eos_id:
     return [*ids[: limit - 1], eos_id] if eos_id is not None else ids[:limit]
 
 
-def _strip_leading_specials(tokenizer: Any, ids: list[int]) -> list[int]:
-    """A reference target must not repeat `<s>` or carry a language token or code: the decoder start and the
-    direction's target code are added here."""
+def _strip_leading_specials(tokenizer: Any, ids: list[int], added: Sequence[int] = ()) -> list[int]:
+    """A reference target must not repeat `<s>` or carry a language token or code (`added`: M2M100 lists no codes
+    among its special tokens): the decoder start and the direction's target code are added here."""
     bos = getattr(tokenizer, "bos_token_id", None)
     eos = getattr(tokenizer, "eos_token_id", None)
-    specials = set(getattr(tokenizer, "all_special_ids", []) or []) - {eos}
+    specials = (set(getattr(tokenizer, "all_special_ids", []) or []) | set(added)) - {eos}
     tokens = tokenizer.convert_ids_to_tokens(ids)
     start = 0
-    while start < len(ids) and (ids[start] == bos or ids[start] in specials or LANGUAGE_TOKEN.match(tokens[start])):
+    while start < len(ids) and (ids[start] == bos or ids[start] in specials or is_language_token(tokens[start])):
         start += 1
     return ids[start:]
 
@@ -410,7 +409,7 @@ def _json_safe(value: Any) -> Any:
 def _special_tokens(tokenizer: Any) -> list[str]:
     unk = getattr(tokenizer, "unk_token", None)
     specials = [t for t in getattr(tokenizer, "all_special_tokens", []) if t != unk]
-    return list(dict.fromkeys(specials))
+    return list(dict.fromkeys([*specials, *code_tokens(tokenizer)]))
 
 
 def _attention_tuple(outputs: Any, name: str, expected_layers: int | None) -> tuple[torch.Tensor, ...]:

@@ -19,6 +19,9 @@ from typing import Any
 __all__ = ["load_for_inspection", "load_model_and_tokenizer", "model_type_of"]
 
 
+_UNREAD: Any = object()  # `load_for_inspection`'s model_type when the caller has not read it
+
+
 def model_type_of(name: str) -> str | None:
     """The ``model_type`` a local folder's config.json names (None when it names none or is not JSON; the loader
     then says what is wrong). A Hub id is read through transformers' `AutoConfig` (from the cache offline)."""
@@ -39,9 +42,12 @@ def model_type_of(name: str) -> str | None:
         return None  # the loader says why
 
 
-def load_for_inspection(name: str | os.PathLike[str], device: str | None = None) -> tuple[Any, Any]:
+def load_for_inspection(
+    name: str | os.PathLike[str], device: str | None = None, *, model_type: str | None = _UNREAD
+) -> tuple[Any, Any]:
     """(model, tokenizer) of a model folder or Hub id, in eval mode on `device` (default cpu); ours through
     `load_translator`, any other with ``attn_implementation="eager"``, so that its attention weights can be read.
+    `model_type`: what `model_type_of(name)` gave, for a caller that read it already (left out: read here).
 
     Raises:
         FileNotFoundError: a local folder without config.json.
@@ -55,7 +61,7 @@ def load_for_inspection(name: str | os.PathLike[str], device: str | None = None)
     local = looks_like_local_path(text)
     if local and not (Path(text).expanduser() / "config.json").is_file():
         raise FileNotFoundError(f"No model folder with a config.json at {text!r}.")
-    if model_type_of(text) == "vaswani":
+    if (model_type_of(text) if model_type is _UNREAD else model_type) == "vaswani":
         return load_translator(text, device=device or "cpu")
     target = resolve_device(device or "cpu")
     if local:

@@ -17,12 +17,12 @@ import gzip
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 
 Kind = Literal["encoder", "decoder", "cross"]
-KINDS: tuple[str, ...] = ("encoder", "decoder", "cross")
+KINDS: tuple[str, ...] = get_args(Kind)
 FORMAT_VERSION = 1
 #: Default number of decimals kept by `AttentionRecord.to_json` (`None` keeps every float32 bit).
 JSON_DECIMALS = 6

@@ -8,12 +8,13 @@ from typing import Any
 
 import torch
 
+from hf_vaswani.directions import resolve_direction, source_for, source_language_settings
+from hf_vaswani.empty_input import check_text
 from hf_vaswani.generation_options import GENERATE_ARGUMENTS, check_generation_options
 from hf_vaswani.model_checks import check_tokenizer
 from hf_vaswani.source_checks import check_not_one_text, fitted_sources
 
 from .architectures import is_vaswani
-from .directions import resolve_direction, source_for, source_language_settings
 
 __all__ = ["translate_any"]
 
@@ -61,8 +62,8 @@ def translate_any(
     texts = list(sentences)
     if not texts:
         raise ValueError("No sentences to translate.")
-    if any(not isinstance(text, str) or not text.strip() for text in texts):
-        raise ValueError("A sentence is empty or whitespace only: there is nothing to translate.")
+    for number, text in enumerate(texts, start=1):
+        check_text(text, f"sentence {number}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
     settings = {**how.generate_settings, **generate_kwargs}

@@ -30,7 +30,6 @@ mass went to special tokens stays all zero).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -40,11 +39,11 @@ import numpy as np
 from hf_vaswani.data import word_alignment
 from hf_vaswani.data.word_alignment import token_words
 from hf_vaswani.data.word_alignment import word_spans as text_word_spans
+from hf_vaswani.languages import is_language_token
 
 from .record import AttentionRecord
 
 WORD_BOUNDARY = "▁"  # Metaspace's replacement for a space: the first piece of every word starts with it.
-LANGUAGE_TOKEN = re.compile(r"^>>[A-Za-z0-9_\-]+<<$")
 #: Tokens treated as special when a record lists none (the tokenizer's special tokens, `<unk>` excluded).
 DEFAULT_SPECIAL_TOKENS = ("<pad>", "<s>", "</s>", ">>en<<", ">>es<<")
 #: The piece that stands for text the tokenizer does not know (see the module docstring for the words it makes).
@@ -58,7 +57,7 @@ SpecialTokens = Literal["keep", "drop"]
 
 def is_special(token: str, special_tokens: Iterable[str] = DEFAULT_SPECIAL_TOKENS) -> bool:
     """True for a structural special token: one of `special_tokens` or any `>>xx<<` language token."""
-    return token in set(special_tokens) or bool(LANGUAGE_TOKEN.match(token))
+    return token in set(special_tokens) or is_language_token(token)
 
 
 def is_punctuation_word(word: str) -> bool:

@@ -229,21 +229,21 @@ class MarianCTranslate2Translator(CTranslate2Translator):
     def _checked_texts(self, sentences: list[str], direction: str, labels: list[str], **settings: Any) -> list[str]:
         """The texts to encode, once every input and setting is checked: each sentence, after the target's token
         for a multilingual model."""
+        from ..checked_source import unchecked
+        from ..empty_input import check_some_sentences, check_text
         from ..limits import check_generation_settings
         from ..source_checks import check_known_characters
 
         if len(labels) != len(sentences):
             raise ValueError(f"Got {len(labels)} labels for {len(sentences)} sentences.")
-        if not sentences:
-            raise ValueError("No sentence to translate: the input is empty.")
+        check_some_sentences(sentences)
         batch_size = settings["batch_size"]
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
         check_generation_settings(self, num_beams=settings["num_beams"], max_new_tokens=settings["max_new_tokens"])
         for label, sentence in zip(labels, sentences, strict=True):
-            if not isinstance(sentence, str) or not sentence.strip():
-                raise ValueError(f"{label[:1].upper()}{label[1:]} is empty or not a text: nothing to translate.")
-        check_known_characters(self.tokenizer, sentences, labels)
+            check_text(sentence, label)
+        check_known_characters(self.tokenizer, *unchecked(sentences, labels, direction))
         token = self._target_token(direction)
         return [f"{token} {sentence.strip()}" if token else sentence.strip() for sentence in sentences]
 
@@ -259,16 +259,9 @@ class MarianCTranslate2Translator(CTranslate2Translator):
 
     def _target_token(self, direction: str) -> str:
         """``>>yy<<`` for a multilingual model asked for "xx-yy", "" for a one-direction model (no such tokens)."""
-        from ..languages import LANGUAGE_TOKEN_PATTERN
+        from ..directions import target_language_token
 
-        known = sorted(token for token in self.tokenizer.get_vocab() if LANGUAGE_TOKEN_PATTERN.fullmatch(token))
-        if not known:
-            return ""
-        target = str(direction).rpartition("-")[2]
-        if f">>{target}<<" not in known:
-            shown = ", ".join(known[:12]) + (" ..." if len(known) > 12 else "")
-            raise ValueError(f"The model has no target-language token >>{target}<< for {direction!r}; it has {shown}.")
-        return f">>{target}<<"
+        return target_language_token(self.tokenizer, direction)
 
 
 def load_ctranslate2(

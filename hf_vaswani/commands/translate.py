@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import BACKEND_CHOICES
+from ..empty_input import NO_SENTENCE, check_not_empty
+from ..languages import DIRECTIONS
 from ..paths import DEFAULT_MODEL
 from ..terminal import for_terminal
 from . import beam_size, finite_float, positive_int, utf8_text
@@ -50,7 +52,7 @@ def _read_sentences(arguments: Sequence[str]) -> list[str]:
     else:  # a text stream (tests)
         lines = [line.rstrip("\r\n") for line in sys.stdin]
     if not any(line.strip() for line in lines):
-        raise ValueError("No sentence to translate: the input is empty.")
+        raise ValueError(NO_SENTENCE)
     return lines
 
 
@@ -62,9 +64,8 @@ def _run_translate(args: argparse.Namespace) -> int:
     resolve_device(args.device)
     sentences = _read_sentences(args.sentences)
     if args.sentences:
-        empty = [i for i, s in enumerate(sentences, start=1) if not s.strip()]
-        if empty:
-            raise ValueError(f"Sentence {empty[0]} is empty: there is nothing to translate.")
+        for number, sentence in enumerate(sentences, start=1):
+            check_not_empty(sentence, f"sentence {number}")
     model, tokenizer = _load(args)
     # Blank stdin lines give blank output lines, so line i of the output is the translation of line i.
     wanted = [i for i, s in enumerate(sentences) if s.strip()]
@@ -134,7 +135,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     from ..languages import direction_to_languages
     from ..outputs import OutputPlan
 
-    directions = list(dict.fromkeys(args.direction or ["es-en", "en-es"]))
+    directions = list(dict.fromkeys(args.direction or DIRECTIONS))
     for direction in directions:
         direction_to_languages(direction)
     resolve_device(args.device)

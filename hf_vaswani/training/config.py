@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from ..configuration_vaswani import VaswaniConfig
+from ..languages import DIRECTIONS
 from .recipe_yaml import RecipeYAMLError, load_recipe_yaml
 from .values import (
     bool_value,
@@ -37,7 +38,7 @@ SAMPLING_STRATEGIES: tuple[str, ...] = ("group_by_length", "random", "tokens")
 DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
     "data": {
         "path": None,  # TSV/CSV/JSONL file of English<TAB>Spanish pairs (required)
-        "directions": ["es-en", "en-es"],
+        "directions": list(DIRECTIONS),
         "validation_size": 2000,  # pairs held out for validation (both directions are built from each pair)
         "test_size": 2000,  # pairs held out for the final test
         "split_seed": 0,  # changes which pairs are held out

@@ -19,7 +19,8 @@ import pytest
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 
-from hf_vaswani import cli  # noqa: E402
+from hf_vaswani import cli, source_checks  # noqa: E402
+from hf_vaswani.checked_source import is_checked  # noqa: E402
 from hf_vaswani.inference import UnknownCharactersWarning, check_known_characters, generation_limits  # noqa: E402
 from hf_vaswani.limits import MAX_NUM_BEAMS  # noqa: E402
 from vaswani_demo import DemoBackend, build_app, launch_app  # noqa: E402
@@ -157,6 +158,26 @@ def test_unknown_characters_follow_the_commands_rule(backend, text: str):
     else:
         assert bool(notes) == warned, notes
         assert all("never seen" in note for note in notes)
+
+
+def test_a_demo_request_checks_its_text_once(backend, monkeypatch):
+    from vaswani_demo import checks
+    from vaswani_demo.checks import translation_request
+
+    asked = []
+    real = source_checks.unknown_characters
+
+    def counted(tokenizer, text):
+        asked.append(str(text))
+        return real(tokenizer, text)
+
+    monkeypatch.setattr(source_checks, "unknown_characters", counted)
+    monkeypatch.setattr(checks, "unknown_characters", counted)
+    runner = backend.runner
+    request = translation_request(runner.choices, runner.routes, "el gato negro", "es-en", 1, 3)
+    assert is_checked(request.text, "es-en") and asked == ["el gato negro"]
+    assert runner.run(request).ok
+    assert asked == ["el gato negro"]
 
 
 # ------------------------------------------------------------------------------------------ the command line

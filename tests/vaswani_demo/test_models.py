@@ -24,11 +24,11 @@ from vaswani_demo.events import ablation_outputs, alignment_outputs, translate_o
 from vaswani_demo.explaining import explained_outputs  # noqa: E402
 from vaswani_demo.layout import page_translations  # noqa: E402
 from vaswani_demo.models import ModelSpec, model_specs, parse_model_option  # noqa: E402
-from vaswani_demo.settings import EXAMPLES, KINDS, MODEL_ENV, SHARE_FALLBACK  # noqa: E402
+from vaswani_demo.settings import EXAMPLES, MODEL_ENV, SHARE_FALLBACK  # noqa: E402
 from vaswani_inspect.alignment import target_words  # noqa: E402
 from vaswani_inspect.architectures import head_counts  # noqa: E402
 from vaswani_inspect.extract import extract  # noqa: E402
-from vaswani_inspect.record import AttentionRecord  # noqa: E402
+from vaswani_inspect.record import KINDS, AttentionRecord  # noqa: E402
 
 #: The directions each tiny model serves (BART's is given: its folder does not say it).
 DIRECTIONS = {

@@ -136,7 +136,7 @@ def test_empty_source_is_refused(model, tokenizer, text):
 
 
 def test_empty_target_and_bad_arguments_are_refused(model, tokenizer):
-    with pytest.raises(ValueError, match="target #0 is empty"):
+    with pytest.raises(ValueError, match="Target #0 is empty or whitespace only."):
         extract(model, tokenizer, "el gato", " ", direction="es-en")
     with pytest.raises(ValueError, match="2 sources but 1 targets"):
         extract(model, tokenizer, ["el gato", "la casa"], ["the cat"], direction="es-en")

@@ -20,7 +20,7 @@ REFUSED = {
     "no-beams": (dict(generate_kwargs={"num_beams": 0}), "num_beams must be a positive integer, got 0"),
     "too-long": (dict(generate_kwargs={"max_new_tokens": 10000}), "max_new_tokens=10000 is more than this model"),
     "eos-target": (dict(target="</s>"), r"Most characters of target #0 \(</s>\) are unknown"),
-    "empty-target": (dict(target=""), "target #0 is empty"),
+    "empty-target": (dict(target=""), "Target #0 is empty or whitespace only"),
     "unknown-language": (dict(source="el >>fr<< gato"), "contains '>>fr<<', which is not one of the model's"),
     "unknown-language-first": (dict(source=">>fr<< Le chat.", direction=None), "contains '>>fr<<'"),
     "nan-length-penalty": (

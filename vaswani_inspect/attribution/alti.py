@@ -48,7 +48,7 @@ import numpy as np
 import torch
 
 from ..architectures import UnsupportedModelError, attention_modules, ensure_attention_weights, head_size, projections
-from ..record import AttentionRecord
+from ..record import KINDS, AttentionRecord
 from .inputs import eval_mode, record_inputs
 
 
@@ -268,7 +268,7 @@ def alti_contributions(model: Any, record: AttentionRecord) -> dict[str, list[to
             "cross": outputs.cross_attentions,
         }
         position = 0
-        for kind in ("encoder", "decoder", "cross"):
+        for kind in KINDS:
             for layer, module in enumerate(modules[kind]):
                 block = decompose_block(
                     model,

@@ -78,7 +78,7 @@ def command_direction(args: argparse.Namespace, model: Any, tokenizer: Any) -> s
     Raises:
         ValueError: a direction the model cannot translate (`vaswani_inspect.directions.resolve_direction`).
     """
-    from ..directions import default_direction, resolve_direction
+    from hf_vaswani.directions import default_direction, resolve_direction
 
     direction = default_direction(model, tokenizer, args.direction)
     resolve_direction(model, tokenizer, direction)
@@ -86,14 +86,14 @@ def command_direction(args: argparse.Namespace, model: Any, tokenizer: Any) -> s
     return direction
 
 
-def check_source_texts(texts: list[str], verb: str = "inspect") -> None:
+def check_source_texts(texts: list[str]) -> None:
     """Refuse an empty text, or one with a language token written in it (the direction adds what the model
     needs), before any model is loaded."""
+    from hf_vaswani.empty_input import check_not_empty
     from hf_vaswani.languages import LANGUAGE_TOKEN_PATTERN
 
     for number, text in enumerate(texts, start=1):
-        if not text.strip():
-            raise ValueError(f"Sentence {number} is empty or whitespace only: there is nothing to {verb}.")
+        check_not_empty(text, f"sentence {number}")
         found = LANGUAGE_TOKEN_PATTERN.search(text)
         if found:
             raise ValueError(
@@ -106,10 +106,10 @@ def check_direction(args: argparse.Namespace) -> None:
     """Refuse a malformed ``--direction`` before any model is loaded, and, when the model named is ours (or a
     local folder that is not readable as another architecture's), a direction other than es-en and en-es; another
     architecture's directions are checked once it is loaded (`command_direction`)."""
+    from hf_vaswani.directions import check_direction_syntax
     from hf_vaswani.languages import direction_to_languages
     from hf_vaswani.paths import looks_like_local_path
 
-    from ..directions import check_direction_syntax
     from ..loading import model_type_of
 
     if args.direction is None:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_vaswani.commands import beam_size, positive_int, utf8_text
+from hf_vaswani.empty_input import check_not_empty
 from hf_vaswani.terminal import for_terminal
 
 from .common import (
@@ -106,9 +107,11 @@ def run_explain(args: argparse.Namespace) -> int:
 
         methods = [(model_aligner(model.config) or {"method": "attention"})["method"]]
     if targets is None:
+        from hf_vaswani.checked_source import CheckedSource
         from hf_vaswani.inference import check_known_characters
 
         check_known_characters(tokenizer, sources, [f"sentence {i}" for i in range(1, len(sources) + 1)])
+        sources = [CheckedSource(text, args.direction) for text in sources]  # (extract checks them no more)
     records = extract(
         model,
         tokenizer,
@@ -144,7 +147,7 @@ def run_explain(args: argparse.Namespace) -> int:
 
 def _inputs(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
     """The source sentences and the targets to teacher-force (None: translate), checked."""
-    from ..directions import pair_language
+    from hf_vaswani.directions import pair_language
 
     check_direction(args)
     check_device(args.device)
@@ -173,9 +176,9 @@ def _inputs(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
         targets: list[str] | None = [getattr(pair, languages[1]) for pair in pairs]
     else:
         sources, targets = list(args.text), None if args.target is None else [args.target]
-    check_source_texts(sources, "explain")
-    if targets is not None and not all(t.strip() for t in targets):
-        raise ValueError("a target translation is empty or whitespace only: there is nothing to explain.")
+    check_source_texts(sources)
+    for number, target in enumerate(targets or (), start=1):
+        check_not_empty(target, f"target {number}")
     return sources, targets
 
 

@@ -102,6 +102,7 @@ def run_head_importance(args: argparse.Namespace) -> int:
     plan.check()  # before the model is loaded or anything measured
     pairs = read_pairs(args.pairs)[: args.max_pairs]
     from ..importance import head_importance, write_importance_report
+    from ..importance.result import PRUNING_CURVES
 
     started = time.perf_counter()
     model, tokenizer = load_model(args)
@@ -115,7 +116,7 @@ def run_head_importance(args: argparse.Namespace) -> int:
         num_beams=args.num_beams,
         max_new_tokens=args.max_new_tokens,
         batch_size=args.batch_size,
-        curves=() if args.no_pruning else ("encoder", "decoder", "cross", "all"),
+        curves=() if args.no_pruning else PRUNING_CURVES,
         prune_by=args.prune_by,
         progress=not args.no_progress,
         model_name=model_name(args, model),

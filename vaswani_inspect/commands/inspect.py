@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_vaswani.commands import beam_size, head_indices, positive_int, utf8_text
+from hf_vaswani.empty_input import check_not_empty
 from hf_vaswani.terminal import for_terminal
 
 from .common import (
@@ -108,6 +109,7 @@ def _add_inspect(subparsers: Any) -> argparse.ArgumentParser:
 
 def run_inspect(args: argparse.Namespace) -> int:
     """The ``inspect`` subcommand: returns 0 after writing one report per sentence."""
+    from hf_vaswani.checked_source import CheckedSource
     from hf_vaswani.inference import check_generation_settings, check_known_characters
     from hf_vaswani.outputs import OutputPlan
 
@@ -126,17 +128,18 @@ def run_inspect(args: argparse.Namespace) -> int:
     check_generation_settings(model, **generate_kwargs)
     _check_alignment_choice(model, args.alignment_layer, args.alignment_heads)
     check_known_characters(tokenizer, list(args.text), labels)  # the rule of translate and the demo
+    sources = [CheckedSource(text, args.direction) for text in args.text]  # (extract and the trace check no more)
     records = extract(
         model,
         tokenizer,
-        list(args.text),
+        sources,
         None if args.target is None else [args.target],
         direction=args.direction,
         generate_kwargs=generate_kwargs,
         truncation=args.truncate,
         model_name=model_name(args, model),
     )
-    traces = [_trace(args, model, tokenizer, text, generate_kwargs) for text in args.text] if args.steps else None
+    traces = [_trace(args, model, tokenizer, text, generate_kwargs) for text in sources] if args.steps else None
     summaries = []
     with plan.writing() as staged:  # every report is published together, or none
         folder = staged(out)
@@ -190,8 +193,8 @@ def _check_inspect_arguments(args: argparse.Namespace) -> None:
     if args.target is not None and args.steps:
         raise ValueError("--steps traces the model's own decoding: it does not go with --target.")
     check_source_texts(list(args.text))
-    if args.target is not None and not args.target.strip():
-        raise ValueError("--target is empty or whitespace only: there is nothing to inspect.")
+    if args.target is not None:
+        check_not_empty(args.target, "--target")
     check_device(args.device)
 
 

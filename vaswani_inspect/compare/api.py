@@ -135,7 +135,7 @@ def _comparable_sentences(
     notes: list[str],
 ) -> tuple[list[PreparedSentence], list[dict[str, Any]]]:
     """The sentences both models can read, and the skipped ones (each with a warning)."""
-    from ..directions import resolve_direction
+    from hf_vaswani.directions import resolve_direction
 
     try:  # how our model reads the English: as a source (en->es), and as a translation (es->en)
         directions = (

@@ -3,12 +3,13 @@ sentences that cannot be compared (too long for either model, no shared words), 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..directions import Direction, source_language_settings, target_language_settings
+from hf_vaswani.directions import Direction, source_language_settings, target_language_settings
+from hf_vaswani.languages import leading_language_token
+
 from .errors import CompareInputError
 from .sentences import Sentence
 from .words import Pieces, Span, encode_pieces, shared_words, split_words, word_groups
@@ -17,8 +18,6 @@ __all__ = ["OnLong", "PreparedSentence", "prepare_sentences", "with_start"]
 
 #: What to do with a sentence longer than either model accepts: skip it (with a warning) or stop with an error.
 OnLong = Literal["skip", "error"]
-
-_LANGUAGE_TOKEN = re.compile(r"^>>[A-Za-z0-9_\-]+<<")
 
 
 @dataclass
@@ -91,7 +90,7 @@ def _prepare(
         with target_language_settings(tokenizer, decoder_how):
             target = with_start(_without_leading_specials(encode_pieces(tokenizer, text, target=True)), decoder_how)
     too_long = _length_problems(sentence, tokenizer, (bert_pieces, source, target), limits, decoder_how)
-    if _LANGUAGE_TOKEN.match(text):
+    if leading_language_token(text):
         raise _Skipped("starts with a language token (>>xx<<)")
     if too_long:
         reason = "too long: " + "; ".join(too_long)

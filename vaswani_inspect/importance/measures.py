@@ -12,9 +12,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from hf_vaswani.directions import source_for, target_language_settings
+
 from ..ablation import Head, gradient_masks, head_counts
 from ..alignment.config import model_alignment
-from ..directions import source_for, target_language_settings
 from ..record import KINDS, AttentionRecord
 
 
@@ -39,8 +40,7 @@ class PairBatches:
 
     def __init__(self, model: Any, tokenizer: Any, pairs: Sequence[Sequence[str]], direction: str, batch_size: int):
         from hf_vaswani.data import LANGUAGES
-
-        from ..directions import pair_language, resolve_direction
+        from hf_vaswani.directions import pair_language, resolve_direction
 
         how = resolve_direction(model, tokenizer, direction)
         source_lang, target_lang = pair_language(how.name.split("-")[0]), pair_language(how.name.split("-")[1])
