@@ -29,6 +29,7 @@ __all__ = [
     "settings_problems",
     "tokenizer_class_problems",
     "tokenizer_problems",
+    "tokenizer_size",
     "vocabulary_size_problems",
     "zeroed_weights",
 ]
@@ -164,6 +165,16 @@ def token_id_problems(model: Any) -> list[str]:
     return found
 
 
+def tokenizer_size(tokenizer: Any) -> int:
+    """How many ids `tokenizer` can give: ``len(tokenizer)``, or more where a tokenizer puts tokens past it
+    (M2M100's: its ``__xx__`` language codes and made-up words come after the ``len()`` it reports)."""
+    codes = list((getattr(tokenizer, "lang_code_to_id", None) or {}).values())
+    ids = [*codes, *(getattr(tokenizer, "all_special_ids", None) or [])]
+    highest = max((i for i in ids if isinstance(i, int)), default=-1)
+    made_up = int(getattr(tokenizer, "num_madeup_words", 0) or 0) if codes else 0
+    return max(len(tokenizer), highest + 1 + made_up)
+
+
 def tokenizer_problems(model: Any, tokenizer: Any) -> list[str]:
     """A tokenizer that is not this model's, for every architecture: another class than config.json names, special
     tokens at other ids than the model's config says, or a vocabulary of another size (`vocabulary_size_problems`);
@@ -171,7 +182,7 @@ def tokenizer_problems(model: Any, tokenizer: Any) -> list[str]:
     direction, as that of a model converted from a one-direction OPUS-MT model)."""
     config = model.config
     found = tokenizer_class_problems(model, tokenizer)
-    found += vocabulary_size_problems(config, len(tokenizer))
+    found += vocabulary_size_problems(config, tokenizer_size(tokenizer))
     for field in ("pad_token_id", "eos_token_id"):
         expected, actual = getattr(config, field, None), getattr(tokenizer, field, None)
         accepted = expected if isinstance(expected, (list, tuple)) else [expected]

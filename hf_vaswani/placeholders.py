@@ -452,7 +452,8 @@ def translate_keeping_spans(
         sentences = cut(sentences, labels)
     spans = [find_spans(s, vocabulary) if isinstance(s, str) else [] for s in sentences]
     guarded = [protect(s, found) if isinstance(s, str) else None for s, found in zip(sentences, spans, strict=True)]
-    texts = [g.text if g is not None else s for g, s in zip(guarded, sentences, strict=True)]
+    # A sentence without spans goes as it came (a `CheckedSource` stays one: it is not checked again).
+    texts = [g.text if g is not None and found else s for g, s, found in zip(guarded, sentences, spans, strict=True)]
     results = translate_texts(texts, labels)
     failed = [i for i, g in enumerate(guarded) if g is not None and not _restore_into(results, i, g)]
     if failed:  # a second try, with other placeholders: the model may keep "Mary" where it dropped "Tom"

@@ -24,6 +24,7 @@ from vaswani_demo.settings import ARCHITECTURE_NAMES
 from vaswani_inspect import testing_models
 from vaswani_inspect.architectures import ARCHITECTURES, UnsupportedModelError, architecture_of, head_counts
 from vaswani_inspect.compare.models import OUR_MODEL_TYPES, our_model_problem
+from vaswani_inspect.loading import model_type_of
 
 DUMMY = Architecture(
     "dummy",
@@ -113,7 +114,7 @@ def _known_everywhere(tmp_path: Path) -> dict[str, bool]:
         "inspect registry": "dummy" in ARCHITECTURES,
         "architecture_of": read,
         "demo name": ARCHITECTURE_NAMES.get("dummy") == architecture_name("dummy") == "Dummy MT",
-        "demo folder": getattr(_known_architecture(str(folder)), "name", None) == "dummy",
+        "demo folder": getattr(_known_architecture(model_type_of(str(folder))), "name", None) == "dummy",
         "demo ctranslate2": "Dummy MT" in str(refused.value),
         "ctranslate2 types": "dummy_mt" in CTRANSLATE2_MODEL_TYPES,
         "ctranslate2 folder": translated,

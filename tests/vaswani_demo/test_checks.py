@@ -177,7 +177,7 @@ def test_a_demo_request_checks_its_text_once(backend, monkeypatch):
     request = translation_request(runner.choices, runner.routes, "el gato negro", "es-en", 1, 3)
     assert is_checked(request.text, "es-en") and asked == ["el gato negro"]
     assert runner.run(request).ok
-    assert asked == ["el gato negro"]
+    assert asked.count("el gato negro") == 1  # (the translation, read as the record's target, is checked as one)
 
 
 # ------------------------------------------------------------------------------------------ the command line
