@@ -4,6 +4,7 @@ may define its own fixture of the same name instead). What they are built from i
 
 import os
 import tempfile
+from collections import Counter
 
 import pytest
 import torch
@@ -19,10 +20,20 @@ from tests.helpers import tiny_config  # noqa: E402
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A browser test is slow too (it starts chromium and waits on the page): the fast lane leaves it out."""
+    """A browser test is slow too (it starts chromium and waits on the page): the fast lane leaves it out.
+
+    Then the files with the most slow tests go first, each file's tests kept together and in their order: the two
+    workers (``--dist loadfile``) take files in this order, so the long files start early instead of leaving one
+    worker to finish them alone at the end."""
     for item in items:
         if item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.slow)
+    slow_tests = Counter(_file_of(item) for item in items if item.get_closest_marker("slow"))
+    items.sort(key=lambda item: -slow_tests[_file_of(item)])  # a stable sort: each file's order is kept
+
+
+def _file_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::")[0]
 
 
 @pytest.fixture
