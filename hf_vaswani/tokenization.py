@@ -67,6 +67,7 @@ __all__ = [
     "EOS_TOKEN",
     "LANGUAGE_TOKENS",
     "LANGUAGE_TOKEN_IDS",
+    "in_canonical_order",
     "PAD_ID",
     "PAD_TOKEN",
     "SPECIAL_TOKENS",
@@ -236,7 +237,7 @@ def train_tokenizer(
     tokenizer.decoder = decoders.Metaspace(replacement=_METASPACE, prepend_scheme="always")
     tokenizer.train_from_iterator(_non_empty(texts), trainer=trainer)
     if model_type == "unigram":
-        tokenizer = _in_canonical_order(tokenizer)
+        tokenizer = in_canonical_order(tokenizer)
     tokenizer.post_processor = processors.TemplateProcessing(
         single=f"$A {EOS_TOKEN}",
         pair=f"$A $B {EOS_TOKEN}",
@@ -254,7 +255,7 @@ def _steps_down_by_at_most_the_unseen_gap(score: float, next_score: float) -> bo
     return abs(gap) < 1e-9 or abs(gap - _UNSEEN_CHARACTER_STEP) < 1e-7
 
 
-def _in_canonical_order(tokenizer: Tokenizer) -> Tokenizer:
+def in_canonical_order(tokenizer: Tokenizer) -> Tokenizer:
     """The trained Unigram vocabulary with its pieces in one order for a given corpus.
 
     The trainer sums scores on several threads and walks hash maps, so from run to run the same sentences gave

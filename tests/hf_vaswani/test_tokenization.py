@@ -182,7 +182,7 @@ def test_the_same_sentences_give_the_same_ids_every_time(monkeypatch):
     runs = [train_tokenizer(texts, vocab_size=400, model_max_length=64) for _ in range(4)]
     assert len({run.backend_tokenizer.to_str() for run in runs}) == 1
     assert all(run.tokenize(">>en<< ¡Ñandú!") == runs[0].tokenize(">>en<< ¡Ñandú!") for run in runs)
-    monkeypatch.setattr(tokenization, "_in_canonical_order", lambda trained: trained)
+    monkeypatch.setattr(tokenization, "in_canonical_order", lambda trained: trained)
     as_trained = train_tokenizer(texts, vocab_size=400, model_max_length=64)
     assert [as_trained.tokenize(text) for text in probes] == [runs[0].tokenize(text) for text in probes]
     assert runs[0].convert_ids_to_tokens(list(range(len(SPECIAL_TOKENS)))) == list(SPECIAL_TOKENS)
