@@ -1,7 +1,7 @@
 """A tiny random-weight stand-in for the shipped checkpoint, for the demo's tests and benchmark.
 
 `write_tiny_model(folder)` saves a `VaswaniForConditionalGeneration` with a tiny config and random weights,
-together with a tokenizer trained by `hf_vaswani.tokenization.train_tokenizer` on a few sentences written here,
+together with a tokenizer trained by `hf_vaswani.tokenization.train_tokenizer` on the tiny corpus of the tests,
 as a model folder that `hf-vaswani demo --model FOLDER` (or any `from_pretrained`) loads. Its "translations" are
 random pieces: it exercises the plumbing (generation, attention extraction, views, limits), not the quality.
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from transformers import GenerationConfig
 
 from hf_vaswani import paths
-from hf_vaswani.testing import tiny_model
+from hf_vaswani.testing import tiny_model, tiny_sentences
 from hf_vaswani.tokenization import LANGUAGE_TOKEN_IDS, PAD_ID, UNK_ID, train_tokenizer
 
 __all__ = [
@@ -32,21 +32,8 @@ __all__ = [
 #: Environment variable naming a model folder (or Hub id) that the demo tests and benchmark should use.
 TEST_MODEL_ENV = "VASWANI_DEMO_TEST_MODEL"
 
-#: The sentences the tiny tokenizer is trained on (English and Spanish, written for these tests).
-TINY_SENTENCES: tuple[str, ...] = (
-    "el gato negro",
-    "the black cat",
-    "The cat ate the mouse.",
-    "El gato se comió el ratón.",
-    "El banco aprobó el crédito",
-    "The bank approved the loan",
-    "Me senté en el banco de la plaza",
-    "I sat on the bench in the square",
-    "¿Dónde está la estación de tren?",
-    "Where is the train station?",
-    "Los niños leen un libro en la biblioteca.",
-    "The children read a book in the library.",
-)
+#: The sentences the tiny tokenizer is trained on: both sides of the tiny corpus `hf_vaswani.testing.TINY_PAIRS`.
+TINY_SENTENCES: tuple[str, ...] = tuple(tiny_sentences())
 
 #: Marks the tiny model's config so that tests can tell it from a trained checkpoint.
 _TINY_MARK = "vaswani-demo-tiny-random"

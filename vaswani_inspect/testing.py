@@ -11,38 +11,20 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from hf_vaswani.testing import tiny_model  # the small random model, shared with hf_vaswani's own test helpers
+# The small random model and the tiny corpus, shared with hf_vaswani's own test helpers.
+from hf_vaswani.testing import TINY_PAIRS, tiny_model, tiny_sentences
 
 SPECIAL_TOKENS = ("<pad>", "<s>", "</s>", "<unk>", ">>en<<", ">>es<<")
 
-# A few sentence pairs written for these tests (Spanish, English); enough for a Unigram model to learn pieces.
-_PAIRS = (
-    ("el gato negro", "the black cat"),
-    ("el perro blanco", "the white dog"),
-    ("la casa roja", "the red house"),
-    ("el gato duerme en la casa", "the cat sleeps in the house"),
-    ("el banco aprobó el crédito", "the bank approved the loan"),
-    ("me senté en el banco de la plaza", "i sat on the bench in the square"),
-    ("los niños leen un libro", "the children read a book"),
-    ("ella bebe agua fría", "she drinks cold water"),
-    ("nosotros vivimos en una ciudad grande", "we live in a big city"),
-    ("el tren llega tarde hoy", "the train arrives late today"),
-    ("mi hermana tiene dos gatos negros", "my sister has two black cats"),
-    ("¿dónde está la estación?", "where is the station?"),
-    ("hace mucho calor en verano", "it is very hot in summer"),
-    ("quiero aprender a traducir frases", "i want to learn to translate sentences"),
-    ("el libro que leían los estudiantes era difícil", "the book the students were reading was difficult"),
-)
-
 
 def training_sentences() -> list[str]:
-    """The small bilingual corpus the test tokenizer is trained on."""
-    return [sentence for pair in _PAIRS for sentence in pair]
+    """The small bilingual corpus the test tokenizer is trained on: both sides of `hf_vaswani.testing.TINY_PAIRS`."""
+    return tiny_sentences()
 
 
 def sentence_pairs() -> list[tuple[str, str]]:
-    """(Spanish, English) pairs of the corpus."""
-    return list(_PAIRS)
+    """(Spanish, English) pairs of the corpus `hf_vaswani.testing.TINY_PAIRS`."""
+    return [(spanish, english) for english, spanish in TINY_PAIRS]
 
 
 @functools.cache

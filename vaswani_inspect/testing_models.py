@@ -24,8 +24,8 @@ conventions, so that the tests meet the same quirks as real models, without the 
 
 Each builder registers itself under its architecture's name in `hf_vaswani.architectures.ARCHITECTURES`
 (`tiny_model`): `TINY_MODELS` holds them, `ARCHITECTURES` is their names. Every model has d_model 32, 2 encoder and
-2 decoder layers, 4 heads and a vocabulary of a few hundred pieces trained offline on
-`vaswani_inspect.testing.sentence_pairs` plus a few sentences with capitals and accents; weights are random from
+2 decoder layers, 4 heads and a vocabulary of a few hundred pieces trained offline on the tiny corpus
+(`hf_vaswani.testing.TINY_PAIRS`, through `vaswani_inspect.testing.sentence_pairs`); weights are random from
 `torch.manual_seed(seed)`. Each folder has a ``generation_config.json`` with a short ``max_length``, so that
 generation on random weights stops quickly.
 
@@ -53,16 +53,6 @@ TINY_MODELS: dict[str, Writer] = {}
 #: The architectures that have a tiny model, in registration order (a view of `TINY_MODELS`: it sees later ones).
 ARCHITECTURES = TINY_MODELS.keys()
 
-# Sentences with capitals, punctuation and accented words, added to the shared test corpus.
-_EXTRA_PAIRS = (
-    ("El gato se comió el ratón.", "The cat ate the mouse."),
-    ("¿Dónde está el ratón?", "Where is the mouse?"),
-    ("La niña comió pan en la estación.", "The girl ate bread at the station."),
-    ("El ratón está debajo de la mesa.", "The mouse is under the table."),
-    ("¿Qué comió el perro?", "What did the dog eat?"),
-    ("Mañana visitaré a mi abuela en el campo.", "Tomorrow I will visit my grandmother in the country."),
-)
-
 # Sizes shared by all the tiny models.
 _D_MODEL = 32
 _LAYERS = 2
@@ -80,10 +70,10 @@ T5_TASK_SPECIFIC_PARAMS = {
 
 
 def corpus_pairs() -> list[tuple[str, str]]:
-    """(Spanish, English) pairs the tiny tokenizers are trained on: the shared test pairs plus a few accented ones."""
+    """(Spanish, English) pairs the tiny tokenizers are trained on: the tiny corpus `hf_vaswani.testing.TINY_PAIRS`."""
     from vaswani_inspect.testing import sentence_pairs
 
-    return sentence_pairs() + list(_EXTRA_PAIRS)
+    return sentence_pairs()
 
 
 def tiny_model(architecture: str) -> Callable[[Writer], Writer]:

@@ -47,16 +47,31 @@ def load_quietly(folder):
         return load_model_and_tokenizer(folder)
 
 
+#: (model, tokenizer): what the message must say, with ``{tokens}`` the size of the tokenizer and ``{config}`` the
+#: model's config.json, read from the tiny folders (`expected_message`).
 MISMATCHES = {
-    # (model, tokenizer): what the message must say
-    ("m2m100", "mbart"): "the tokenizer has 244 tokens and the model's vocabulary 305",  # (both fairseq ids)
-    ("marian", "bart"): "the tokenizer's pad_token_id is 1 and the model's 172",
+    # (both fairseq ids: only the sizes differ)
+    ("m2m100", "mbart"): "the tokenizer has {tokens} tokens and the model's vocabulary {config[vocab_size]}",
+    ("marian", "bart"): "the tokenizer's pad_token_id is 1 and the model's {config[pad_token_id]}",
     ("t5", None): "(another model's tokenizer, or none at all)",  # (an empty T5Tokenizer of 104 tokens)
-    ("mbart", "m2m100"): "the tokenizer has 305 tokens and the model's vocabulary 244",
+    ("mbart", "bart"): "the tokenizer has {tokens} tokens and the model's vocabulary {config[vocab_size]}",
     ("bart", "t5"): "the tokenizer's pad_token_id is 0 and the model's 1",
     ("vaswani", "m2m100"): "the tokenizer has no token >>en<<",
     ("m2m100", "vaswani"): "the tokenizer's pad_token_id is 0 and the model's 1",
-}
+}  # fmt: skip
+
+
+def expected_message(folders, model, tokenizer):
+    """`MISMATCHES[model, tokenizer]` with the sizes and ids it names read from the folders; a size it names is
+    checked to be a mismatch (a tokenizer larger than the model's vocabulary)."""
+    message = MISMATCHES[model, tokenizer]
+    if "{" not in message:
+        return message
+    config = json.loads((folders[model] / "config.json").read_text(encoding="utf-8"))
+    tokens = len(load_quietly(folders[tokenizer])[1])
+    if "{tokens}" in message:
+        assert tokens > config["vocab_size"], (tokens, config["vocab_size"])
+    return message.format(tokens=tokens, config=config)
 
 
 @pytest.mark.parametrize(("model", "tokenizer"), list(MISMATCHES))
@@ -66,7 +81,7 @@ def test_another_models_tokenizer_or_none_is_refused_naming_the_folder(folders, 
         load_quietly(folder)
     message = str(caught.value)
     assert message.startswith(f"The model at {str(folder)!r} is broken: ") and "\n" not in message
-    assert MISMATCHES[model, tokenizer] in message, message
+    assert expected_message(folders, model, tokenizer) in message, message
 
 
 @pytest.mark.parametrize("architecture", ["vaswani", "marian", "m2m100", "mbart", "bart", "t5"])

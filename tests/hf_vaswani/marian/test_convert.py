@@ -635,8 +635,12 @@ def test_a_tokenizer_that_is_not_the_models_is_refused_before_anything_is_writte
     no_spm = tmp_path / "without-source-spm"
     shutil.copytree(tiny_architecture_folders["marian"], no_spm)
     (no_spm / "source.spm").unlink()
+    bart_tokens = len(AutoTokenizer.from_pretrained(tiny_architecture_folders["bart"]))
+    marian_vocabulary = json.loads((tiny_architecture_folders["marian"] / "config.json").read_text())["vocab_size"]
+    assert bart_tokens != marian_vocabulary
     cases = [
-        (bart_tokenizer, "is not its model's: the tokenizer has 557 tokens and the model's vocabulary 173"),
+        (bart_tokenizer,
+         f"is not its model's: the tokenizer has {bart_tokens} tokens and the model's vocabulary {marian_vocabulary}"),
         (no_spm, "cannot be loaded: its tokenizer is a MarianTokenizer, which reads source.spm, target.spm, "
                  "vocab.json, but the folder has no source.spm"),
     ]  # fmt: skip
