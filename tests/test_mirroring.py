@@ -14,7 +14,6 @@ PACKAGES = ("hf_vaswani", "vaswani_inspect", "vaswani_demo", "benchmarks")
 #: Test files that name no one module, each with what it tests across modules.
 CROSS_MODULE = {
     "hf_vaswani/test_broken_models.py": "a broken model folder refused by every command and by the demo",
-    "hf_vaswani/test_ct2_cache.py": "the CTranslate2 export cache, through the backends and the command line",
     "hf_vaswani/test_distributed.py": "the training command under torchrun, two processes",
     "hf_vaswani/test_ecosystem.py": "the transformers paths a user takes: pipeline, bertviz, static cache, PEFT",
     "hf_vaswani/test_messages.py": "one-line errors of several commands (tokenizer files, a full disk, align-eval)",

@@ -1,5 +1,5 @@
-"""The CTranslate2 backend (`hf_vaswani.backends`): which backend runs, the export kept in the user cache and made
-again when the model changes, the generation config's loop guard, and input checks shared with
+"""The CTranslate2 translators (`hf_vaswani.backends.ct2_translators`) and the export they read from the user cache,
+made again when the model changes, the generation config's loop guard, and input checks shared with
 `hf_vaswani.inference.translate`. Tiny random models with the tiny tokenizer; what the backend translates is compared
 with PyTorch in tests/hf_vaswani/test_export.py."""
 
@@ -24,19 +24,6 @@ def folder(tmp_path):
     model.save_pretrained(tmp_path / "model")
     tiny_tokenizer().save_pretrained(tmp_path / "model")
     return tmp_path / "model"
-
-
-def test_the_backend_is_ctranslate2_on_a_cpu_when_installed(monkeypatch):
-    assert backends.resolve_backend(None) == "ctranslate2" == backends.resolve_backend("auto", "cpu")
-    assert backends.resolve_backend(None, "cuda") == "torch" and backends.resolve_backend("torch") == "torch"
-    assert backends.default_quantization("cpu") == "int8" and backends.default_quantization("cuda:0") == "float16"
-    with pytest.raises(ValueError, match="backend must be auto, torch or ctranslate2"):
-        backends.resolve_backend("onnx")
-    monkeypatch.setattr(backends.choice, "ctranslate2_available", lambda: False)
-    assert backends.resolve_backend(None) == "torch"
-    with pytest.raises(ModuleNotFoundError) as error:
-        backends.resolve_backend("ctranslate2")
-    assert error.value.name == "ctranslate2"  # the command line says "needs the [fast] extra"
 
 
 def test_the_export_is_made_once_in_the_user_cache_and_again_when_the_weights_change(folder, tmp_path, monkeypatch):
