@@ -6,4 +6,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh demo
 . "${VENV:-.venv}/bin/activate"
 export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}" GRADIO_ANALYTICS_ENABLED=False
+echo "demo: starting hf-vaswani demo"
 exec hf-vaswani demo "$@"

@@ -17,8 +17,10 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 . "${VENV:-.venv}/bin/activate"
+echo "test: ruff check and ruff format --check"
 ruff check .
 ruff format --check .
 # Two workers (the machine's two cores), each test file on one worker so its module fixtures are built once:
 # 742 s instead of 1160 s for the whole suite on a 2-core machine. PYTEST_WORKERS=0 runs in one process.
+echo "test: pytest on ${PYTEST_WORKERS:-2} workers"
 python -m pytest -q -n "${PYTEST_WORKERS:-2}" --dist loadfile "${markers[@]}" "$@"
