@@ -42,5 +42,8 @@ class FreedMemoryReleaser:
             self.releases += 1
 
     def close(self) -> None:
-        """Stop the thread (it ends within `interval`; it is a daemon, so it never holds the interpreter)."""
+        """Stop the thread and wait for it: the timer's wait ends at once, and a release in progress finishes, so
+        none comes after `close` returns."""
         self._stopped.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
