@@ -224,18 +224,18 @@ def translate(
 
     check_keep_spans(keep_spans)
     if keep_spans:
-        from .placeholders import translate_keeping_spans, vocabulary_of
-        from .source_checks import cut_to_model_limit
+        from .placeholders import translate_with_model_keeping_spans
 
         settings = dict(num_beams=num_beams, batch_size=batch_size, max_new_tokens=max_new_tokens)
-        return translate_keeping_spans(
+        return translate_with_model_keeping_spans(
             lambda texts, names: translate(
                 model, tokenizer, texts, direction, length_penalty=length_penalty, labels=names, **settings
             ),
+            model,
+            tokenizer,
             sentences,
-            vocabulary_of(tokenizer),
+            direction,
             labels,
-            cut=lambda texts, names: cut_to_model_limit(model, tokenizer, texts, direction, names),
         )
     if getattr(model, "is_ctranslate2", False):  # hf_vaswani.backends.CTranslate2Translator
         return model.translate(

@@ -486,3 +486,25 @@ def translate_keeping_spans(
             stacklevel=2,
         )
     return results
+
+
+def translate_with_model_keeping_spans(
+    translate_texts: Callable[[list[str], list[str]], list[str]],
+    translator: Any,
+    tokenizer: Any,
+    sentences: Sequence[Any],
+    direction: str | None,
+    labels: Sequence[str] | None = None,
+) -> list[str]:
+    """`translate_keeping_spans` for a model (or a translator with the model's limits) and its tokenizer: rare names
+    are the words of its vocabulary, and sentences are cut to what it reads first. Both translation paths (PyTorch's
+    `hf_vaswani.inference.translate`, CTranslate2's translators) keep spans through this one function."""
+    from .source_checks import cut_to_model_limit
+
+    return translate_keeping_spans(
+        translate_texts,
+        sentences,
+        vocabulary_of(tokenizer),
+        labels,
+        cut=lambda texts, names: cut_to_model_limit(translator, tokenizer, texts, direction, names),
+    )

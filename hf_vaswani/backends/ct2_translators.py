@@ -104,10 +104,9 @@ class CTranslate2Translator:
 
         check_keep_spans(keep_spans)
         if keep_spans:  # numbers, URLs, e-mail addresses and rare names through placeholders
-            from ..placeholders import translate_keeping_spans, vocabulary_of
-            from ..source_checks import cut_to_model_limit
+            from ..placeholders import translate_with_model_keeping_spans
 
-            return translate_keeping_spans(
+            return translate_with_model_keeping_spans(
                 lambda texts, names: self.translate(
                     texts,
                     direction,
@@ -117,10 +116,11 @@ class CTranslate2Translator:
                     length_penalty=length_penalty,
                     labels=names,
                 ),
+                self,
+                self.tokenizer,
                 sentences,
-                vocabulary_of(self.tokenizer),
+                direction,
                 labels,
-                cut=lambda texts, names: cut_to_model_limit(self, self.tokenizer, texts, direction, names),
             )
         ids = self.translate_ids(
             sentences,
