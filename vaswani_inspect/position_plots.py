@@ -173,7 +173,7 @@ def plot_order_blindness(result: OrderBlindness, *, language: str = "en") -> Fig
     ax.set_ylim(bottom=0.0, top=max(1e-3, 1.15 * float(np.max(result.with_positions))))
     ax.legend(fontsize=_FONT - 1)
     ax.set_title(texts["order"], fontsize=_FONT, loc="left")
-    shuffled = " ".join(_shown(token) for token in result.shuffled_tokens)
+    shuffled = result.shuffled_source.replace("$", r"\$")
     ax.text(0.0, -0.22, texts["order_note"].format(tokens=shuffled), transform=ax.transAxes, fontsize=_FONT - 2)
     ax.spines[["top", "right"]].set_visible(False)
     return figure

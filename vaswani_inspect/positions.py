@@ -9,9 +9,9 @@
   (`PositionalEncoding.offset`).
 * `order_blindness(model, tokenizer, source)`: self-attention is a weighted sum over a set, so without positions
   the encoder gives each token the same vector whatever the order of the others. The sentence and a shuffle of its
-  pieces (special tokens in place) are encoded twice, as the model does and with the positional module's output
-  zeroed; per encoder layer, how far each token's vector in the shuffle is from its vector in the sentence
-  (`OrderBlindness`): without positions only float error, with positions clearly more.
+  words (or of its pieces; special tokens in place) are encoded twice, as the model does and with the positional
+  module's output zeroed; per encoder layer, how far each token's vector in the shuffle is from its vector in the
+  sentence (`OrderBlindness`): without positions only float error, with positions clearly more.
 
 Which module holds the positions, and what kind it is, is `vaswani_inspect.architectures.position_module`.
 """
@@ -156,18 +156,20 @@ class OrderBlindness:
     Attributes:
         source: the sentence as given.
         tokens: the pieces the encoder read (special tokens included).
-        shuffled_tokens: the same pieces shuffled, special tokens in their places.
+        shuffled_tokens: the same pieces shuffled (whole words, or pieces), special tokens in their places.
+        shuffled_source: the shuffled sentence as text (special tokens left out).
         permutation: ``shuffled_tokens[k] == tokens[permutation[k]]``.
         kind: the kind of positional encoding switched off (`PositionalEncoding.kind`).
         architecture: the model's architecture name.
         with_positions / without_positions: (encoder layers + 1,) the mean distance over the tokens, as the model
-            runs and with its positional module's output zeroed (T5: no relative bias).
+            runs and with its positional module's output zeroed (T5: no relative bias); rounding below 0 is 0.
         with_positions_max / without_positions_max: the same, the largest distance of a token.
     """
 
     source: str
     tokens: list[str]
     shuffled_tokens: list[str]
+    shuffled_source: str
     permutation: list[int]
     kind: str
     architecture: str
@@ -178,7 +180,7 @@ class OrderBlindness:
 
 
 def order_blindness(
-    model: Any, tokenizer: Any, source: str, *, direction: str | None = None, seed: int = 0
+    model: Any, tokenizer: Any, source: str, *, direction: str | None = None, seed: int = 0, words: bool = True
 ) -> OrderBlindness:
     """Encode `source` and a shuffle of its pieces, with and without the model's positions (`OrderBlindness`).
 
@@ -186,14 +188,16 @@ def order_blindness(
         model, tokenizer: an encoder-decoder model of a supported architecture and its tokenizer.
         source: one sentence, read as `vaswani_inspect.extract` reads it (`direction` adds the language token).
         seed: the shuffle's random seed (the shuffle is never the sentence itself).
+        words: shuffle whole words, each keeping its pieces in order (`vaswani_inspect.words.word_spans`), so that
+            the shuffle reads as the same words in another order; False shuffles the pieces themselves.
 
     Raises:
-        ValueError: what `extract` refuses in a source; fewer than two different pieces to shuffle; a model
+        ValueError: what `extract` refuses in a source; fewer than two different words (pieces) to shuffle; a model
             without positional encoding.
     """
     from .extract import _check_model, _device, _direction, _eval_mode, _source_ids, _special_tokens
     from .pieces import piece_labels
-    from .words import is_special
+    from .words import is_special, word_spans
 
     if not isinstance(source, str):
         raise ValueError(f"source must be one sentence (a string), got {type(source).__name__}.")
@@ -204,8 +208,9 @@ def order_blindness(
     )
     tokens = piece_labels(tokenizer, ids)
     specials = _special_tokens(tokenizer)
-    movable = [i for i, token in enumerate(tokens) if not is_special(token, specials)]
-    permutation = _shuffle(ids, movable, seed)
+    units = word_spans(tokens, specials) if words else [[i] for i in range(len(tokens))]
+    movable = [k for k, unit in enumerate(units) if not (len(unit) == 1 and is_special(tokens[unit[0]], specials))]
+    permutation = _shuffle(ids, units, movable, seed, "words" if words else "pieces")
     shuffled = [ids[i] for i in permutation]
     device = _device(model)
     batch = torch.tensor([ids, shuffled], dtype=torch.long, device=device)
@@ -219,6 +224,7 @@ def order_blindness(
         source=source.strip(),
         tokens=tokens,
         shuffled_tokens=[tokens[i] for i in permutation],
+        shuffled_source=tokenizer.decode(shuffled, skip_special_tokens=True).strip(),
         permutation=permutation,
         kind=kind,
         architecture=architecture_of(model).name,
@@ -229,16 +235,17 @@ def order_blindness(
     )
 
 
-def _shuffle(ids: list[int], movable: list[int], seed: int) -> list[int]:
-    """A permutation of the positions that moves only `movable` ones and changes the sequence of ids."""
-    if len({ids[i] for i in movable}) < 2:
-        raise ValueError("order_blindness() needs a sentence of at least two different pieces to shuffle.")
+def _shuffle(ids: list[int], units: list[list[int]], movable: list[int], seed: int, what: str) -> list[int]:
+    """A permutation of the positions that moves the `movable` units (each a run of positions, in order) among
+    their places, keeps the others in place, and changes the sequence of ids."""
+    if len({tuple(ids[i] for i in units[k]) for k in movable}) < 2:
+        raise ValueError(f"order_blindness() needs a sentence of at least two different {what} to shuffle.")
     generator = np.random.default_rng(seed)
-    while True:  # a sequence of two different ids is changed by half of the shuffles: this ends quickly
-        order = [movable[i] for i in generator.permutation(len(movable))]
-        permutation = list(range(len(ids)))
-        for position, taken in zip(movable, order):
-            permutation[position] = taken
+    while True:  # two different units are swapped by half of the shuffles at least: this ends quickly
+        order = list(range(len(units)))
+        for place, taken in zip(movable, generator.permutation(movable)):
+            order[place] = int(taken)
+        permutation = [position for k in order for position in units[k]]
         if [ids[i] for i in permutation] != ids:
             return permutation
 
@@ -264,5 +271,5 @@ def _distances(states: np.ndarray, permutation: list[int]) -> tuple[np.ndarray, 
     original, shuffled = states[0][:, permutation], states[1]  # token k of the shuffle is token permutation[k]
     dot = (original * shuffled).sum(-1)
     norms = np.linalg.norm(original, axis=-1) * np.linalg.norm(shuffled, axis=-1)
-    distance = 1.0 - dot / np.maximum(norms, 1e-12)
+    distance = np.maximum(0.0, 1.0 - dot / np.maximum(norms, 1e-12))
     return distance.mean(axis=-1), distance.max(axis=-1)

@@ -44,9 +44,9 @@ def test_a_model_without_positions_has_no_encoding_and_positions_are_checked(mod
 def test_without_positions_a_shuffle_changes_no_token_vector(model, tokenizer):
     result = order_blindness(model, tokenizer, "el gato negro come pescado", direction="es-en", seed=3)
     assert result.shuffled_tokens != result.tokens
-    assert sorted(result.shuffled_tokens) == sorted(result.tokens)
     assert result.shuffled_tokens[0] == result.tokens[0] == ">>en<<" and result.shuffled_tokens[-1] == "</s>"
     assert [result.tokens[i] for i in result.permutation] == result.shuffled_tokens
+    assert sorted(result.shuffled_source.split()) == sorted("el gato negro come pescado".split())  # whole words
     layers = model.config.encoder_layers + 1
     assert result.with_positions.shape == result.without_positions_max.shape == (layers,)
     assert result.without_positions_max.max() < 1e-6
@@ -54,9 +54,12 @@ def test_without_positions_a_shuffle_changes_no_token_vector(model, tokenizer):
     assert np.all(result.with_positions_max >= result.with_positions)
 
 
-def test_a_sentence_of_one_piece_cannot_be_shuffled(model, tokenizer):
-    with pytest.raises(ValueError, match="two different pieces"):
-        order_blindness(model, tokenizer, "el", direction="es-en")
+def test_one_word_is_no_shuffle_of_words_but_its_pieces_are(model, tokenizer):
+    with pytest.raises(ValueError, match="two different words"):
+        order_blindness(model, tokenizer, "pescado", direction="es-en")
+    result = order_blindness(model, tokenizer, "pescado", direction="es-en", words=False)
+    assert sorted(result.shuffled_tokens) == sorted(result.tokens) != result.tokens
+    assert result.without_positions_max.max() < 1e-6 < result.with_positions.min()
 
 
 def _own_output(name: str, model, length: int) -> torch.Tensor:
