@@ -26,7 +26,10 @@ another names every sentence whose translation lost or gained a number, or chang
 for: the guard never invents or loses text silently.
 
 `hf_vaswani.inference.translate(..., keep_spans=True)` and `CTranslate2Translator.translate(..., keep_spans=True)`
-use it; ``hf-vaswani translate`` does by default (``--no-keep-spans`` turns it off).
+use it through `translate_with_model_keeping_spans`; ``hf-vaswani translate`` by default (``--no-keep-spans``: off).
+
+Long because finding, replacing and restoring the spans and the translation loop around them share one set of
+records (`Span`, `Protected`, `Restored`) and their private helpers.
 """
 
 from __future__ import annotations
@@ -494,17 +497,13 @@ def translate_with_model_keeping_spans(
     tokenizer: Any,
     sentences: Sequence[Any],
     direction: str | None,
-    labels: Sequence[str] | None = None,
+    labels: Sequence[str] | None,
 ) -> list[str]:
-    """`translate_keeping_spans` for a model (or a translator with the model's limits) and its tokenizer: rare names
-    are the words of its vocabulary, and sentences are cut to what it reads first. Both translation paths (PyTorch's
-    `hf_vaswani.inference.translate`, CTranslate2's translators) keep spans through this one function."""
+    """`translate_keeping_spans` with a model or translator: rare names from its tokenizer's vocabulary, sentences
+    cut to what it reads (`hf_vaswani.source_checks.cut_to_model_limit`) first."""
     from .source_checks import cut_to_model_limit
 
-    return translate_keeping_spans(
-        translate_texts,
-        sentences,
-        vocabulary_of(tokenizer),
-        labels,
-        cut=lambda texts, names: cut_to_model_limit(translator, tokenizer, texts, direction, names),
-    )
+    def cut(texts: list[Any], names: list[str]) -> list[Any]:
+        return cut_to_model_limit(translator, tokenizer, texts, direction, names)
+
+    return translate_keeping_spans(translate_texts, sentences, vocabulary_of(tokenizer), labels, cut=cut)
