@@ -12,13 +12,14 @@ importance on sentence pairs (`head_importance`). Which source words made the mo
 attention, norms, gradients or value zeroing side by side: `attribute` (an `Attribution`; see
 `vaswani_inspect.attribution`). The decoder step by step, greedy or beam search, with each step's candidates,
 attention rows and the beam search tree: `trace_decoding` (a `DecodingTrace`), drawn by `plot_step` and
-`plot_beam_tree`.
+`plot_beam_tree`. Inside one head, the lecture's softmax(q·K/√d_k) V step by step on the model's own numbers for
+one query position: `head_computation` (a `HeadComputation`), drawn by `plot_head_computation`.
 
 Those are the names this package exports; the rest is in its modules, one concept each: `record`, `extract`,
 `words`, `alignment` (links, gold files, AER, search, configuration), `heads`, `views`, `plots`, `report`,
-`ablation`, `importance` (and its report), `steps` (the decoding trace), `step_plots` (its figures), `compare` (our
-heads against a pretrained BERT's), `training_curves`, `commands` (the command line) and `testing` (tiny stand-ins
-for tests).
+`ablation`, `importance` (and its report), `steps` (the decoding trace), `step_plots` (its figures),
+`head_computation` (one head's arithmetic), `head_plots` (its figure), `compare` (our heads against a pretrained
+BERT's), `training_curves`, `commands` (the command line) and `testing` (tiny stand-ins for tests).
 
 Command line: the ``inspect``, ``align-eval``, ``compare-bert`` and ``head-importance`` subcommands of ``hf-vaswani``
 (`vaswani_inspect.commands`), also run as ``python -m vaswani_inspect``::
@@ -36,6 +37,7 @@ try:
     from .alignment import align, alignment_matrix, alignment_settings, search_alignments, source_words, target_words
     from .attribution import Attribution, attribute
     from .extract import extract, load_model_and_tokenizer
+    from .head_computation import HeadComputation, head_computation
     from .heads import head_statistics
     from .importance import head_importance
     from .plots import plot_alignment, plot_alignment_links, plot_heatmap, plot_layer_grid
@@ -55,12 +57,14 @@ __all__ = [
     "Attribution",
     "DecodingStep",
     "DecodingTrace",
+    "HeadComputation",
     "ablate_heads",
     "align",
     "alignment_matrix",
     "alignment_settings",
     "attribute",
     "extract",
+    "head_computation",
     "head_importance",
     "head_statistics",
     "head_view_html",
