@@ -38,6 +38,7 @@ try:
     from .attribution import Attribution, attribute
     from .extract import extract, load_model_and_tokenizer
     from .head_computation import HeadComputation, head_computation
+    from .head_plots import plot_head_computation
     from .heads import head_statistics
     from .importance import head_importance
     from .plots import plot_alignment, plot_alignment_links, plot_heatmap, plot_layer_grid
@@ -73,6 +74,7 @@ __all__ = [
     "plot_alignment",
     "plot_alignment_links",
     "plot_beam_tree",
+    "plot_head_computation",
     "plot_heatmap",
     "plot_layer_grid",
     "plot_step",
