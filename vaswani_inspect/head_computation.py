@@ -117,6 +117,7 @@ def head_computation(
     head: int,
     query: int,
     scale: float | None = None,
+    generate_kwargs: dict[str, Any] | None = None,
 ) -> HeadComputation:
     """Every step of one head's attention at one query position (module docstring).
 
@@ -127,6 +128,8 @@ def head_computation(
         query: the query position: a source position for the encoder, a decoder input position (row t predicts
             token t + 1) for the decoder and cross-attention.
         scale: multiply the scores by this instead of the architecture's factor (1/sqrt(d_k); 1 in T5).
+        generate_kwargs: the ``generate()`` settings of the translation when `target` is None, as for `extract`
+            (default: greedy).
 
     Raises:
         ValueError: a kind, layer, head or query position the model or sentence does not have (the message names
@@ -140,7 +143,7 @@ def head_computation(
     _check_index("layer", layer, layers, f"the model has {layers} {kind} layers")
     _check_index("head", head, heads, f"the model has {heads} heads per {kind} layer")
     factor = None if scale is None else _check_scale(scale)
-    source_ids, decoder_ids, mark = _ids(model, tokenizer, source, target, direction)
+    source_ids, decoder_ids, mark = _ids(model, tokenizer, source, target, direction, generate_kwargs)
     query_length = len(source_ids) if kind == "encoder" else len(decoder_ids)
     side = "source" if kind == "encoder" else "decoder input"
     _check_index("query", query, query_length, f"the sentence has {query_length} {side} positions")
@@ -153,7 +156,9 @@ def head_computation(
         return _computation(model, module, record, kind, layer, head, query, inputs, key_input, factor)
 
 
-def _ids(model: Any, tokenizer: Any, source: str, target: str | None, direction: str | None) -> tuple:
+def _ids(
+    model: Any, tokenizer: Any, source: str, target: str | None, direction: str | None, settings: dict | None
+) -> tuple:
     """(source ids, decoder input ids, a function labelling a record's task prefix) as `extract` makes them."""
     from .architectures import position_limit
     from .extract import _direction, _eval_mode, _generate, _generate_settings, _source_ids, _target_ids
@@ -166,8 +171,8 @@ def _ids(model: Any, tokenizer: Any, source: str, target: str | None, direction:
     (source_ids,) = _source_ids(model, tokenizer, [source], how, limit, False)
     if target is None:
         with _eval_mode(model), torch.inference_mode():
-            settings = _generate_settings(model, None, [source_ids], limit, how)
-            (decoder_ids,) = _generate(model, tokenizer, [source_ids], settings)
+            used = _generate_settings(model, settings, [source_ids], limit, how)
+            (decoder_ids,) = _generate(model, tokenizer, [source_ids], used)
     else:
         (decoder_ids,) = _target_ids(model, tokenizer, [target], how, limit, False)
     return source_ids, decoder_ids, lambda record: mark_task_prefix(record, tokenizer, how)
