@@ -9,8 +9,8 @@ model types or names elsewhere is read from the registry when it is used, so an 
 * the demo names an architecture as `DISPLAY_NAMES` says (`vaswani_demo.settings.ARCHITECTURE_NAMES`) and offers
   CTranslate2 for the same entries;
 * `vaswani_inspect.architectures` re-exports the registry and reads a model's attention where its entry says
-  (``layers``, ``modules``, ``projections``, ``heads``, ``head_dim``, ``output_scale``) and finds its positional
-  encoding (``positions``, ``position_kind``);
+  (``layers``, ``modules``, ``projections``, ``heads``, ``head_dim``, ``scaling``, ``position_bias``,
+  ``output_scale``) and finds its positional encoding (``positions``, ``position_kind``);
 * the tiny test models of `vaswani_inspect.testing_models` are keyed by the entries' names.
 
 Why here and not in `vaswani_inspect`: `hf_vaswani` must not import the inspection toolkit (tests/test_layering.py),
@@ -86,6 +86,12 @@ class Architecture:
             attention module.
         projections: the attribute names of the query, key, value and output projections in a module.
         heads: the module attribute holding its number of heads; `head_dim` the one holding each head's size.
+        scaling: the module attribute holding the factor of the query-key dot products: 1/sqrt(d_k) in the paper,
+            1 in T5 (whose initialisation folds the factor into W^Q).
+        position_bias: the method of the first layer's self-attention module (of the encoder and of the decoder)
+            that gives the relative position bias added to the scores, (1, heads, queries, keys) from (query
+            length, key length): T5's ``compute_bias``; empty for architectures whose positions are in the
+            embeddings.
         output_scale: the factor the model applies to the decoder's last states before the output layer.
         positions: the dotted path from the encoder stack to the module that gives its positional information: the
             table whose rows are added to the embeddings (sinusoidal or learned), or T5's relative position bias
@@ -108,6 +114,8 @@ class Architecture:
     projections: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "out_proj")
     heads: str = "num_heads"
     head_dim: str = "head_dim"
+    scaling: str = "scaling"
+    position_bias: str = ""
     output_scale: Callable[[Any], float] = _no_scale
     positions: str = "embed_positions"
     position_kind: Callable[[Any], str | None] = _read_from_module
@@ -256,6 +264,7 @@ _SHIPPED = (
         projections=("q", "k", "v", "o"),
         heads="n_heads",
         head_dim="key_value_proj_dim",
+        position_bias="compute_bias",
         output_scale=_t5_output_scale,
         positions="block.0.layer.0.SelfAttention.relative_attention_bias",
         position_kind=_relative,

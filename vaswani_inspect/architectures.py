@@ -8,7 +8,8 @@ The rest of `vaswani_inspect` asks this module, never a model's class or config 
   entry; anything else gets one `UnsupportedModelError` that names what was not found.
 * `attention_modules(model)`: ``{kind: [module per layer]}`` for the three kinds (``"encoder"`` self-attention,
   ``"decoder"`` self-attention, ``"cross"`` encoder-decoder attention); `head_counts`, `projections` (the query, key,
-  value and output `nn.Linear` of a module) and `head_size` read the rest.
+  value and output `nn.Linear` of a module) and `head_size` read the rest; `score_scale` and `position_bias` what
+  a module's scores are made of besides the dot products (the 1/sqrt(d_k) factor, T5's relative position bias).
 * `ensure_attention_weights(model)`: most transformers models compute attention with PyTorch's fused kernel (sdpa),
   which returns no weights; this switches a loaded model to the eager implementation once and says so.
 * `position_module(model)`: the module of the encoder that gives it its positions, and what kind it is
@@ -48,8 +49,10 @@ __all__ = [
     "is_vaswani",
     "output_logits",
     "position_limit",
+    "position_bias",
     "position_module",
     "projections",
+    "score_scale",
 ]
 
 
@@ -170,6 +173,27 @@ def head_counts(model: Any) -> dict[str, tuple[int, int]]:
 def projections(model: Any, module: torch.nn.Module) -> Projections:
     """The query, key, value and output projections of one attention module of `model`."""
     return Projections(*(getattr(module, name) for name in _entry(model).projections))
+
+
+def score_scale(model: Any, module: torch.nn.Module) -> float:
+    """The factor one attention module of `model` multiplies its query-key dot products by: 1/sqrt(d_k) as in the
+    paper (read from the module, or computed from its head size), 1 in T5."""
+    factor = getattr(module, _entry(model).scaling, None)
+    if factor is None:
+        factor = head_size(model, module)[1] ** -0.5
+    return float(factor)
+
+
+def position_bias(model: Any, kind: str, query_length: int, key_length: int) -> torch.Tensor | None:
+    """The relative position bias the `kind` attention of `model` adds to its scores, (heads, queries, keys) for
+    a pass of `query_length` queries over `key_length` keys, the same in every layer (T5 computes it in the first
+    layer and hands it on); None where positions are in the embeddings, and for cross-attention."""
+    method = _entry(model).position_bias
+    if not method or kind == "cross":
+        return None
+    first = attention_modules(model)[kind][0]
+    with torch.no_grad():
+        return getattr(first, method)(query_length, key_length)[0]
 
 
 def ensure_attention_weights(model: Any) -> None:

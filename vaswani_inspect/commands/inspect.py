@@ -1,5 +1,7 @@
 """``hf-vaswani inspect``: translate a sentence (or teacher-force a ``--target``) and write its attention report
-(`vaswani_inspect.write_report`), its alignment read as the model's ``config.alignment`` says unless told otherwise."""
+(`vaswani_inspect.write_report`), its alignment read as the model's ``config.alignment`` says unless told otherwise;
+with ``--head KIND:LAYER:HEAD --query N``, also one head's computation at one query position
+(`vaswani_inspect.head_computation`: ``head/head.json`` and its figure, PNG and SVG)."""
 
 from __future__ import annotations
 
@@ -77,7 +79,22 @@ def _add_inspect(subparsers: Any) -> argparse.ArgumentParser:
         "--steps-language",
         choices=("en", "es"),
         default="en",
-        help="language of the --steps figures' labels (default: en)",
+        help="language of the --steps and --head figures' labels (default: en)",
+    )
+    inspect.add_argument(
+        "--head",
+        type=_head_choice,
+        metavar="KIND:LAYER:HEAD",
+        help="also write one head's computation (q = W_Q x + b, the scores q·k, ÷√d_k, the mask, the softmax, the "
+        "weighted sum of the values) under head/: head.json and head.png/head.svg; KIND is encoder, decoder or "
+        "cross, LAYER and HEAD count from 0, e.g. cross:1:0 (needs --query)",
+    )
+    inspect.add_argument(
+        "--query",
+        type=_position,
+        metavar="N",
+        help="the --head query position, from 0: a source position for encoder, a decoder input position for "
+        "decoder and cross (0 is the start token; position t predicts the token t + 1)",
     )
     inspect.add_argument(
         "--truncate",
@@ -127,6 +144,7 @@ def run_inspect(args: argparse.Namespace) -> int:
     generate_kwargs = _decoding_settings(args, model)
     check_generation_settings(model, **generate_kwargs)
     _check_alignment_choice(model, args.alignment_layer, args.alignment_heads)
+    _check_head_choice(model, args.head)
     check_known_characters(tokenizer, list(args.text), labels)  # the rule of translate and the demo
     sources = [CheckedSource(text, args.direction) for text in args.text]  # (extract and the trace check no more)
     records = extract(
@@ -140,6 +158,7 @@ def run_inspect(args: argparse.Namespace) -> int:
         model_name=model_name(args, model),
     )
     traces = [_trace(args, model, tokenizer, text, generate_kwargs) for text in sources] if args.steps else None
+    heads = [_head(args, model, tokenizer, text, generate_kwargs) for text in sources] if args.head else None
     summaries = []
     with plan.writing() as staged:  # every report is published together, or none
         folder = staged(out)
@@ -148,12 +167,16 @@ def run_inspect(args: argparse.Namespace) -> int:
             written = _write_inspect_report(args, record, folder / sub)
             if traces is not None:
                 written.update(_write_steps(traces[i], folder / sub, args.steps_language))
+            if heads is not None:
+                written.update(_write_head(heads[i], folder / sub, args.steps_language))
             pharaoh = written["pharaoh"].read_text(encoding="utf-8").strip() or "(none)"
-            summaries.append((record, pharaoh, Path(args.out) / sub / "index.html", len(written)))
-    for record, pharaoh, index, files in summaries:
+            summaries.append((record, pharaoh, Path(args.out) / sub, len(written)))
+    for i, (record, pharaoh, report, files) in enumerate(summaries):
         print(for_terminal(f"{record.source_text} -> {record.target_text}"))  # the input's escapes shown
         print(f"  alignment: {pharaoh}")
-        print(f"  report: {index} ({files} files)")
+        print(f"  report: {report / 'index.html'} ({files} files)")
+        if heads is not None:
+            print(for_terminal(f"  head: {report / 'head' / 'head.png'} ({_head_summary(heads[i])})"))
     return 0
 
 
@@ -192,6 +215,8 @@ def _check_inspect_arguments(args: argparse.Namespace) -> None:
         raise ValueError("--target goes with exactly one source sentence.")
     if args.target is not None and args.steps:
         raise ValueError("--steps traces the model's own decoding: it does not go with --target.")
+    if (args.head is None) != (args.query is None):
+        raise ValueError("--head and --query go together: --head KIND:LAYER:HEAD --query N.")
     check_source_texts(list(args.text))
     if args.target is not None:
         check_not_empty(args.target, "--target")
@@ -213,6 +238,69 @@ def _check_alignment_choice(model: Any, layer: int | str | None, heads: str | li
             f"--alignment-heads {','.join(map(str, heads))}: the model's cross-attention has {count} heads, 0 to "
             f"{count - 1} (or 'all')."
         )
+
+
+def _check_head_choice(model: Any, head: tuple[str, int, int] | None) -> None:
+    """Refuse a ``--head`` layer or head the model does not have (the query is checked on the sentence)."""
+    from ..architectures import head_counts
+
+    if head is None:
+        return
+    kind, layer, index = head
+    layers, count = head_counts(model)[kind]
+    if layer >= layers:
+        raise ValueError(f"--head {kind}:{layer}:{index}: the model has {layers} {kind} layers, 0 to {layers - 1}.")
+    if index >= count:
+        raise ValueError(
+            f"--head {kind}:{layer}:{index}: the model's {kind} layers have {count} heads, 0 to {count - 1}."
+        )
+
+
+def _head(args: argparse.Namespace, model: Any, tokenizer: Any, text: str, settings: dict[str, Any]) -> Any:
+    """The ``--head`` computation of one sentence, on the translation the report reads (the same settings)."""
+    from ..head_computation import head_computation
+
+    kind, layer, head = args.head
+    try:
+        return head_computation(
+            model,
+            tokenizer,
+            text,
+            direction=args.direction,
+            target=args.target,
+            kind=kind,
+            layer=layer,
+            head=head,
+            query=args.query,
+            generate_kwargs=settings,
+        )
+    except ValueError as error:
+        raise ValueError(f"--query {args.query}: {error}") from None
+
+
+def _head_summary(computation: Any) -> str:
+    token = computation.query_tokens[computation.query_position]
+    return (
+        f"{computation.kind} layer {computation.layer} head {computation.head}, query {computation.query_position} "
+        f"{token!r}: entropy {computation.entropy:.2f} nats"
+    )
+
+
+def _write_head(computation: Any, folder: Path, language: str) -> dict[str, Path]:
+    """head/head.json (every field of the computation as lists) and its figure as head/head.png and head.svg."""
+    import json
+
+    from ..head_plots import plot_head_computation
+    from ..plots import save_figure
+
+    (folder / "head").mkdir(parents=True, exist_ok=True)
+    data = folder / "head" / "head.json"
+    data.write_text(json.dumps(computation.to_dict(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    figure = plot_head_computation(computation, language=language)
+    written = {"head_json": data}
+    for suffix in ("png", "svg"):
+        written[f"head_{suffix}"] = save_figure(figure, folder / "head" / f"head.{suffix}")
+    return written
 
 
 def _write_inspect_report(args: argparse.Namespace, record: Any, folder: Path) -> dict[str, Path]:
@@ -238,3 +326,24 @@ def _layer_choice(text: str) -> int | str:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a layer number such as 0 or 'mean', got {text!r}") from None
+
+
+def _head_choice(text: str) -> tuple[str, int, int]:
+    """An argparse ``type`` for ``--head``: ``KIND:LAYER:HEAD`` (encoder, decoder or cross, then two numbers from
+    0); the model's numbers of layers and heads bound them, checked once the model is loaded."""
+    from ..record import KINDS
+
+    parts = [part.strip() for part in text.split(":")]
+    if len(parts) != 3 or parts[0] not in KINDS or not all(part.isascii() and part.isdigit() for part in parts[1:]):
+        raise argparse.ArgumentTypeError(
+            f"expected KIND:LAYER:HEAD with KIND one of {', '.join(KINDS)} and LAYER, HEAD numbers from 0, such as "
+            f"cross:1:0; got {text!r}"
+        )
+    return parts[0], int(parts[1]), int(parts[2])
+
+
+def _position(text: str) -> int:
+    """An argparse ``type`` for ``--query``: a position from 0."""
+    if not (text.strip().isascii() and text.strip().isdigit()):
+        raise argparse.ArgumentTypeError(f"expected a position from 0, such as 2, got {text!r}")
+    return int(text)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from hf_vaswani.cli import main
@@ -14,6 +15,7 @@ from tests.helpers import PROCESS_TIMEOUT, unwritable_folder
 from vaswani_inspect import (
     AttentionRecord,
     align,
+    head_computation,
     target_words,
     write_report,
 )
@@ -30,7 +32,7 @@ def checkpoint(model, tokenizer, tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_cli_inspect_writes_the_report(checkpoint, tmp_path, capsys):
+def test_cli_inspect_writes_the_report(checkpoint, model, tokenizer, tmp_path, capsys):
     out = tmp_path / "report"
     status = main(
         [
@@ -46,11 +48,18 @@ def test_cli_inspect_writes_the_report(checkpoint, tmp_path, capsys):
             "2",
             "--max-new-tokens",
             "5",
+            "--head",
+            "decoder:1:2",
+            "--query",
+            "1",
+            "--steps-language",
+            "es",
         ]
     )
     assert status == 0
     printed = capsys.readouterr().out
     assert "el gato negro ->" in printed and "alignment:" in printed
+    assert "head.png (decoder layer 1 head 2, query 1" in printed
     for name in (
         "head_view.html",
         "model_view.html",
@@ -77,6 +86,28 @@ def test_cli_inspect_writes_the_report(checkpoint, tmp_path, capsys):
     assert len(pharaoh) == len(target_words(saved))
     assert "tag" in (out / "head_stats.csv").read_text().splitlines()[0]
     assert (out / "alignment.txt").read_text().startswith("# mean of layers, all heads, argmax;")
+
+    # --head: one head's computation on the report's own translation, every field as the function gives it
+    saved_head = json.loads((out / "head" / "head.json").read_text(encoding="utf-8"))
+    settings = {"direction": "es-en", "generate_kwargs": {"num_beams": 2, "max_new_tokens": 5}}
+    expected = head_computation(model, tokenizer, "el gato negro", kind="decoder", layer=1, head=2, query=1, **settings)
+    assert saved_head["query_tokens"] == expected.query_tokens == saved.target_tokens
+    assert saved_head["mask"] == expected.mask.tolist() and saved_head["scale"] == expected.scale
+    for name in (
+        "hidden",
+        "key_hidden",
+        "query",
+        "keys",
+        "values",
+        "scores",
+        "bias",
+        "weights",
+        "output",
+        "head_output",
+    ):
+        np.testing.assert_allclose(saved_head[name], getattr(expected, name), atol=1e-6, err_msg=name)
+    assert saved_head["entropy"] == pytest.approx(expected.entropy)
+    assert (out / "head" / "head.png").stat().st_size > 0 and "<svg" in (out / "head" / "head.svg").read_text()
 
 
 def _align_eval_files(folder):
@@ -240,6 +271,13 @@ def test_report_of_an_empty_translation(record, tmp_path):
     assert not (tmp_path / "bad").exists()
 
 
+def test_cli_inspect_refuses_a_query_the_sentence_does_not_have(checkpoint, tmp_path, capsys):
+    argv = ["inspect", "el gato", "--out", str(tmp_path / "report"), "--model", str(checkpoint), "--direction", "es-en"]
+    code, line, _ = _run([*argv, "--target", "the cat", "--head", "encoder:0:0", "--query", "9"], capsys, "inspect")
+    assert code == 2 and "--query 9: query must be from 0 to" in line and "source positions" in line, line
+    assert not (tmp_path / "report").exists()
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Checked before any work, written whole: arguments, input files and outputs of inspect and align-eval
 # ----------------------------------------------------------------------------------------------------------------
@@ -287,6 +325,9 @@ INSPECT_ERRORS = {
     "unwritable": (["--out", "{ro}/report"], "el gato", "Cannot write the report folder"),
     "non-empty": (["--out", "{full}"], "el gato", "is not empty: choose a new folder, or pass --overwrite"),
     "holds-the-model": (["--out", "{tmp}", "--overwrite"], "el gato", "holds the input"),
+    "head": (["--head", "cross:1", "--query", "0"], "el gato", "argument --head: expected KIND:LAYER:HEAD with KIND"),
+    "head-kind": (["--head", "self:0:0", "--query", "0"], "el gato", "one of encoder, decoder, cross"),
+    "query-alone": (["--query", "1"], "el gato", "--head and --query go together"),
 }
 
 
@@ -310,6 +351,11 @@ INSPECT_MODEL_LIMITS = {
     "layer": (["--alignment-layer", "2"], "el gato", "--alignment-layer 2: the model has 2 decoder layers, 0 to 1"),
     "heads": (["--alignment-heads", "0,4"], "el gato", "--alignment-heads 0,4: the model's cross-attention has 4"),
     "unknown-characters": ([], "😀😀😀", "Most characters of sentence 1 (😀😀😀) are unknown to the model"),
+    "head-layer": (
+        ["--head", "cross:2:0", "--query", "0"],
+        "el gato",
+        "--head cross:2:0: the model has 2 cross layers",
+    ),
 }
 
 
