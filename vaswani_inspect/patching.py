@@ -183,7 +183,7 @@ class _Metric(NamedTuple):
     description: str
 
     def __call__(self, logits: torch.Tensor) -> torch.Tensor:
-        log_probs = torch.log_softmax(logits[:, self.steps].float(), dim=-1)
+        log_probs = torch.log_softmax(logits[:, self.steps].double(), dim=-1)  # differences of large sums
         rows = torch.arange(len(self.steps), device=logits.device)
         value = log_probs[:, rows, self.plus]
         if self.minus is not None:
