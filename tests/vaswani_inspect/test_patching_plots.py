@@ -45,6 +45,7 @@ def test_the_cells_are_the_effects_and_the_labels_words(results):
         plot_patching(result, "encoder", language="fr")
 
 
+@pytest.mark.slow
 def test_two_results_draw_two_pictures(results, tmp_path):
     pictures = []
     for i, (result, formats) in enumerate(zip(results, [("png", "svg"), ("png",)])):
