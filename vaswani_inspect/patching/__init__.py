@@ -29,6 +29,9 @@ Layers and attention modules are found by `vaswani_inspect.architectures`, so th
 knows (ours, Marian, M2M100/NLLB, mBART, BART, T5); positions are those of `AttentionRecord` (the sources with their
 direction tokens, the decoder inputs starting with the decoder start token), as `vaswani_inspect.extract` makes
 them.
+
+Modules: `result` (`PatchingResult`, `Contrast`, the sites and methods), `inputs` (the ids and the metric), `sites`
+(the hooks), `api` (the runs); the figures are in `vaswani_inspect.patching_plots`.
 """
 
 from .api import patch_activations
