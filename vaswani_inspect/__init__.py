@@ -5,28 +5,31 @@ Extract every attention matrix of a translation (`extract`, an `AttentionRecord`
 (`head_view_html`/`model_view_html` and `save_html` for offline bertviz pages, `plot_heatmap`/`plot_layer_grid`/
 `plot_alignment`/`plot_alignment_links` with matplotlib), read word alignments off the cross-attention (`align`,
 `alignment_matrix`, by default as the model's `config.alignment` says: `alignment_settings`, over the words
-`source_words`/`target_words`) and search the layer, heads and shift that align best (`search_alignments`),
-describe each head (`head_statistics`) and write it all to a folder (`write_report`). Attention weights are not an
-explanation; to see what a head does for the output, switch it off (`ablate_heads`) and measure every head's
-importance on sentence pairs (`head_importance`). Which source words made the model write each target word, by
-attention, norms, gradients or value zeroing side by side: `attribute` (an `Attribution`; see
-`vaswani_inspect.attribution`). The decoder step by step, greedy or beam search, with each step's candidates,
-attention rows and the beam search tree: `trace_decoding` (a `DecodingTrace`), drawn by `plot_step` and
-`plot_beam_tree`. Inside one head, the lecture's softmax(q·K/√d_k) V step by step on the model's own numbers for
-one query position: `head_computation` (a `HeadComputation`), drawn by `plot_head_computation`. Positions: the
-model's positional encoding read from its own module (`positional_encoding`, a `PositionalEncoding`: sinusoidal,
-learned or T5's relative bias) and attention's blindness to order without it (`order_blindness`, an
-`OrderBlindness`), drawn by `plot_positional_encoding` and `plot_order_blindness`; one word in two sentences
-(`compare_contexts`, a `ContextComparison`), drawn by `plot_contexts`.
+`source_words`/`target_words`) and search the layer, heads and shift that align best (`search_alignments`), describe
+each head (`head_statistics`) and write it all to a folder (`write_report`). Attention weights are not an explanation;
+to see what a head does for the output, switch it off (`ablate_heads`) and measure every head's importance on sentence
+pairs (`head_importance`). Which source words made the model write each target word, by attention, norms, gradients or
+value zeroing side by side: `attribute` (an `Attribution`; see `vaswani_inspect.attribution`). The decoder step by
+step, greedy or beam search, with each step's candidates, attention rows and the beam search tree: `trace_decoding` (a
+`DecodingTrace`), drawn by `plot_step` and `plot_beam_tree`. Inside one head, the lecture's softmax(q·K/√d_k) V step by
+step on the model's own numbers for one query position: `head_computation` (a `HeadComputation`), drawn by
+`plot_head_computation`. Positions: the model's positional encoding read from its own module (`positional_encoding`, a
+`PositionalEncoding`: sinusoidal, learned or T5's relative bias) and attention's blindness to order without it
+(`order_blindness`, an `OrderBlindness`), drawn by `plot_positional_encoding` and `plot_order_blindness`; one word in
+two sentences (`compare_contexts`, a `ContextComparison`), drawn by `plot_contexts`. Where the information that decides
+the translation lives (which layer, source position or head restores it when patched from a clean source into a
+corrupted one): `patch_activations` (a `PatchingResult`; exhaustive or attribution patching, `Contrast` for "this word
+and not that one"), drawn by `plot_patching`.
 
-Those are the names this package exports; the rest is in its modules, one concept each: `record`, `extract`,
-`words`, `alignment` (links, gold files, AER, search, configuration), `heads`, `views`, `plots`, `report`,
-`ablation`, `importance` (and its report), `steps` (the decoding trace), `step_plots` (its figures),
-`head_computation` (one head's arithmetic), `head_plots` (its figure), `positions`, `contexts` and `position_plots`
-(their figures), `compare` (our heads against a pretrained BERT's), `training_curves`, `commands` (the command
-line) and `testing` (tiny stand-ins for tests).
+Those are the names this package exports; the rest is in its modules, one concept each: `record`, `extract`, `words`,
+`alignment` (links, gold files, AER, search, configuration), `heads`, `views`, `plots`, `report`, `ablation`,
+`importance` (and its report), `steps` (the decoding trace), `step_plots` (its figures), `head_computation` (one head's
+arithmetic), `head_plots` (its figure), `positions`, `contexts` and `position_plots` (their figures), `patching` (and
+its figures, `patching_plots`), `compare` (our heads against a pretrained BERT's), `training_curves`, `commands` (the
+command line) and `testing` (tiny stand-ins for tests).
 
-Command line: the ``inspect``, ``align-eval``, ``compare-bert`` and ``head-importance`` subcommands of ``hf-vaswani``
+Command line: the ``inspect``, ``align-eval``, ``compare-bert``, ``head-importance``, ``explain`` and ``patch``
+subcommands of ``hf-vaswani``
 (`vaswani_inspect.commands`), also run as ``python -m vaswani_inspect``::
 
     hf-vaswani inspect "el gato negro" --direction es-en --out report/
@@ -47,6 +50,8 @@ try:
     from .head_plots import plot_head_computation
     from .heads import head_statistics
     from .importance import head_importance
+    from .patching import Contrast, PatchingResult, patch_activations
+    from .patching_plots import plot_patching
     from .plots import plot_alignment, plot_alignment_links, plot_heatmap, plot_layer_grid
     from .position_plots import plot_contexts, plot_order_blindness, plot_positional_encoding
     from .positions import OrderBlindness, PositionalEncoding, order_blindness, positional_encoding
@@ -65,10 +70,12 @@ __all__ = [
     "AttentionRecord",
     "Attribution",
     "ContextComparison",
+    "Contrast",
     "DecodingStep",
     "DecodingTrace",
     "HeadComputation",
     "OrderBlindness",
+    "PatchingResult",
     "PositionalEncoding",
     "ablate_heads",
     "align",
@@ -84,6 +91,7 @@ __all__ = [
     "load_model_and_tokenizer",
     "model_view_html",
     "order_blindness",
+    "patch_activations",
     "plot_alignment",
     "plot_alignment_links",
     "plot_beam_tree",
@@ -92,6 +100,7 @@ __all__ = [
     "plot_heatmap",
     "plot_layer_grid",
     "plot_order_blindness",
+    "plot_patching",
     "plot_positional_encoding",
     "plot_step",
     "positional_encoding",
