@@ -12,11 +12,13 @@ importance on sentence pairs (`head_importance`). Which source words made the mo
 attention, norms, gradients or value zeroing side by side: `attribute` (an `Attribution`; see
 `vaswani_inspect.attribution`). The decoder step by step, greedy or beam search, with each step's candidates,
 attention rows and the beam search tree: `trace_decoding` (a `DecodingTrace`), drawn by `plot_step` and
-`plot_beam_tree`.
+`plot_beam_tree`. What each decoder layer would already write (`logit_lens`), and what the decoder writes from each
+encoder layer's output (`decoder_lens`): `vaswani_inspect.lens`, drawn by `vaswani_inspect.lens_plots`.
 
 Those are the names this package exports; the rest is in its modules, one concept each: `record`, `extract`,
 `words`, `alignment` (links, gold files, AER, search, configuration), `heads`, `views`, `plots`, `report`,
-`ablation`, `importance` (and its report), `steps` (the decoding trace), `step_plots` (its figures), `compare` (our
+`ablation`, `importance` (and its report), `steps` (the decoding trace), `step_plots` (its figures), `lens` and
+`lens_plots` (the logit and decoder lenses, the lens figure), `compare` (our
 heads against a pretrained BERT's), `training_curves`, `commands` (the command line) and `testing` (tiny stand-ins
 for tests).
 
@@ -38,6 +40,7 @@ try:
     from .extract import extract, load_model_and_tokenizer
     from .heads import head_statistics
     from .importance import head_importance
+    from .lens import decoder_lens, logit_lens
     from .plots import plot_alignment, plot_alignment_links, plot_heatmap, plot_layer_grid
     from .record import AttentionRecord
     from .report import write_report
@@ -60,11 +63,13 @@ __all__ = [
     "alignment_matrix",
     "alignment_settings",
     "attribute",
+    "decoder_lens",
     "extract",
     "head_importance",
     "head_statistics",
     "head_view_html",
     "load_model_and_tokenizer",
+    "logit_lens",
     "model_view_html",
     "plot_alignment",
     "plot_alignment_links",
