@@ -134,5 +134,8 @@ def test_a_given_target_is_read_and_bad_k_refused(model, tokenizer):
     assert lens.target_text == "the black cat"
     assert lens.target_tokens == piece_labels(tokenizer, lens.target_ids)
     assert lens.to_dict()["top_tokens"] == lens.top_tokens
+    for position, piece in enumerate(lens.target_ids[1:]):
+        first = [layer for layer in range(len(lens.layers)) if (lens.top_ids[layer:, position, 0] == piece).all()]
+        assert lens.first_top_layer(position) == (first[0] if first else None)
     with pytest.raises(ValueError, match="k must be a positive integer"):
         logit_lens(model, tokenizer, "el gato negro", direction="es-en", k=0)
