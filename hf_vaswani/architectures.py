@@ -11,6 +11,7 @@ model types or names elsewhere is read from the registry when it is used, so an 
 * `vaswani_inspect.architectures` re-exports the registry and reads a model's attention where its entry says
   (``layers``, ``modules``, ``projections``, ``heads``, ``head_dim``, ``scaling``, ``position_bias``,
   ``output_scale``) and finds its positional encoding (``positions``, ``position_kind``);
+  (``layers``, ``modules``, ``projections``, ``heads``, ``head_dim``, ``output_scale``, ``final_norm``);
 * the tiny test models of `vaswani_inspect.testing_models` are keyed by the entries' names.
 
 Why here and not in `vaswani_inspect`: `hf_vaswani` must not import the inspection toolkit (tests/test_layering.py),
@@ -98,6 +99,8 @@ class Architecture:
             table of the first layer (its output, per query and key, is what each head adds to its scores).
         position_kind: what that module is, from the config: "sinusoidal", "learned", "relative", "none" (no
             positions at all); None: read from the module (a trained weight: learned; else sinusoidal).
+        final_norm: the attribute of the encoder and of the decoder stack holding the norm applied after their last
+            layer (pre-norm models); a stack without it (post-norm: Marian, BART) or with it None has none.
         ctranslate2: CTranslate2 translates it (an exact export exists): ours through `hf_vaswani.export`, any other
             through CTranslate2's own converter.
         trained_aligner: the model may carry a trained aligner (``config.alignment``).
@@ -119,6 +122,7 @@ class Architecture:
     output_scale: Callable[[Any], float] = _no_scale
     positions: str = "embed_positions"
     position_kind: Callable[[Any], str | None] = _read_from_module
+    final_norm: str = "layer_norm"
     ctranslate2: bool = False
     trained_aligner: bool = False
     direction_schemes: tuple[str, ...] = DIRECTION_SCHEMES
@@ -268,6 +272,7 @@ _SHIPPED = (
         output_scale=_t5_output_scale,
         positions="block.0.layer.0.SelfAttention.relative_attention_bias",
         position_kind=_relative,
+        final_norm="final_layer_norm",
         direction_schemes=("task_prefix", "one_direction"),
         example="google-t5/t5-small",
     ),

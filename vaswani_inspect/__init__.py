@@ -19,14 +19,17 @@ step on the model's own numbers for one query position: `head_computation` (a `H
 two sentences (`compare_contexts`, a `ContextComparison`), drawn by `plot_contexts`. Where the information that decides
 the translation lives (which layer, source position or head restores it when patched from a clean source into a
 corrupted one): `patch_activations` (a `PatchingResult`; exhaustive or attribution patching, `Contrast` for "this word
-and not that one"), drawn by `plot_patching`.
+and not that one"), drawn by `plot_patching`. What each decoder layer would already write: `logit_lens` (a `LogitLens`,
+every layer read through the model's own final norm and output layer), and the translation the decoder writes from each
+encoder layer: `decoder_lens` (a `DecoderLens`), drawn by `lens_plots.plot_logit_lens`; "why this word and not that
+one" is `attribute(..., contrast=FOIL)`.
 
 Those are the names this package exports; the rest is in its modules, one concept each: `record`, `extract`, `words`,
 `alignment` (links, gold files, AER, search, configuration), `heads`, `views`, `plots`, `report`, `ablation`,
 `importance` (and its report), `steps` (the decoding trace), `step_plots` (its figures), `head_computation` (one head's
 arithmetic), `head_plots` (its figure), `positions`, `contexts` and `position_plots` (their figures), `patching` (and
-its figures, `patching_plots`), `compare` (our heads against a pretrained BERT's), `training_curves`, `commands` (the
-command line) and `testing` (tiny stand-ins for tests).
+its figures, `patching_plots`), `lens` (and its figure, `lens_plots`), `compare` (our heads against a pretrained
+BERT's), `training_curves`, `commands` (the command line) and `testing` (tiny stand-ins for tests).
 
 Command line: the ``inspect``, ``align-eval``, ``compare-bert``, ``head-importance``, ``explain`` and ``patch``
 subcommands of ``hf-vaswani``
@@ -50,6 +53,7 @@ try:
     from .head_plots import plot_head_computation
     from .heads import head_statistics
     from .importance import head_importance
+    from .lens import decoder_lens, logit_lens
     from .patching import Contrast, PatchingResult, patch_activations
     from .patching_plots import plot_patching
     from .plots import plot_alignment, plot_alignment_links, plot_heatmap, plot_layer_grid
@@ -83,12 +87,14 @@ __all__ = [
     "alignment_settings",
     "attribute",
     "compare_contexts",
+    "decoder_lens",
     "extract",
     "head_computation",
     "head_importance",
     "head_statistics",
     "head_view_html",
     "load_model_and_tokenizer",
+    "logit_lens",
     "model_view_html",
     "order_blindness",
     "patch_activations",
