@@ -55,6 +55,8 @@ from perf_common import loadavg, machine_info, save_and_print  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "spa-eng" / "spa-eng.tsv"
 DIRECTIONS = ("es-en", "en-es")
+#: What `correlations` measures for each pair of effect arrays.
+MEASURES = ("pearson", "spearman", "top1", "top1_in_top3", "best_share")
 HEAD_SITES = {"encoder_heads": "encoder", "decoder_heads": "decoder", "cross_heads": "cross"}
 _WORD = re.compile(r"^(\W*)([^\W\d_]+)(\W*)$")  # punctuation, letters, punctuation
 
@@ -153,12 +155,15 @@ def _ranks(values: np.ndarray) -> np.ndarray:
 
 
 def correlations(a: np.ndarray, b: np.ndarray) -> dict[str, float | bool | None]:
-    """Pearson, Spearman and same-first-cell of two effect arrays over their finite cells (None where undefined)."""
+    """Two effect arrays compared over their finite cells (None where undefined): Pearson, Spearman, whether both put
+    the same cell first (``top1``), whether `a`'s first cell is among `b`'s first three (``top1_in_top3``), and `a`'s
+    value at `b`'s first cell over `a`'s largest (``best_share``: how much of the best restoration `b`'s choice
+    gets, with `a` the exhaustive effects)."""
     a, b = np.asarray(a, dtype=np.float64).ravel(), np.asarray(b, dtype=np.float64).ravel()
     keep = np.isfinite(a) & np.isfinite(b)
     a, b = a[keep], b[keep]
     if len(a) < 2:
-        return {"pearson": None, "spearman": None, "top1": None}
+        return {name: None for name in MEASURES}
 
     def correlation(x: np.ndarray, y: np.ndarray) -> float | None:
         return None if np.std(x) == 0 or np.std(y) == 0 else float(np.corrcoef(x, y)[0, 1])
@@ -167,6 +172,8 @@ def correlations(a: np.ndarray, b: np.ndarray) -> dict[str, float | bool | None]
         "pearson": correlation(a, b),
         "spearman": correlation(_ranks(a), _ranks(b)),
         "top1": bool(np.argmax(a) == np.argmax(b)),
+        "top1_in_top3": bool(np.argmax(a) in np.argsort(-b, kind="stable")[:3]),
+        "best_share": float(a[np.argmax(b)] / a.max()) if a.max() > 0 else None,
     }
 
 
@@ -331,10 +338,7 @@ def run_direction(
             f"encoder Pearson {row['encoder']['pearson']}",
             flush=True,
         )
-    sites = {
-        site: {name: _summary([m[name] for m in rows]) for name in ("pearson", "spearman", "top1")}
-        for site, rows in measures.items()
-    }
+    sites = {site: {name: _summary([m[name] for m in rows]) for name in MEASURES} for site, rows in measures.items()}
     cost = {
         method: {
             "ms_per_pair_mean": round(statistics.mean(row[f"{method}_ms"] for row in per_pair), 1),
@@ -393,22 +397,26 @@ def _cell(summary: dict[str, Any], digits: int = 2) -> str:
     return f"{summary['mean']:.{digits}f} / {summary['median']:.{digits}f}"
 
 
+def _share(summary: dict[str, Any]) -> str:
+    return "-" if summary["mean"] is None else f"{summary['mean']:.2f}"
+
+
 def table(payload: dict[str, Any]) -> str:
     settings = payload["settings"]
     lines = [
         f"one-word substitutions of test sentences, {settings['threads']} thread(s); "
         f"load average {payload['loadavg_before']} before, {payload['loadavg_after']} after",
         "",
-        "| direction | site | pairs | Pearson (mean / median) | Spearman (mean / median) | top-1 cell agreement |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
+        "| direction | site | pairs | Pearson (mean / median) | Spearman (mean / median) | same top-1 cell | "
+        "exhaustive's top-1 in attribution's top 3 | attribution's top-1 / best (mean / median) |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for direction, found in payload["directions"].items():
         for site, row in found["sites"].items():
-            top1 = row["top1"]["mean"]
-            top1_cell = "-" if top1 is None else f"{top1:.2f}"
             lines.append(
                 f"| {direction} | {site} | {row['pearson']['n']} | {_cell(row['pearson'])} | "
-                f"{_cell(row['spearman'])} | {top1_cell} |"
+                f"{_cell(row['spearman'])} | {_share(row['top1'])} | {_share(row['top1_in_top3'])} | "
+                f"{_cell(row['best_share'])} |"
             )
     lines += [
         "",

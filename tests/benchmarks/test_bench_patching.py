@@ -63,7 +63,12 @@ def test_substitution_pairs_change_one_word_and_keep_the_number_of_pieces(bench)
 
 def test_correlations_skip_undefined_cells_and_name_the_first_cell(bench):
     a = np.array([[0.1, 0.9], [np.nan, 0.3]])
-    assert bench.correlations(a, a) == {"pearson": pytest.approx(1.0), "spearman": pytest.approx(1.0), "top1": True}
-    found = bench.correlations(a, np.array([[0.9, 0.1], [0.5, 0.3]]))
+    same = bench.correlations(a, a)
+    assert same["pearson"] == pytest.approx(1.0) and same["spearman"] == pytest.approx(1.0)
+    assert same["top1"] and same["top1_in_top3"] and same["best_share"] == 1.0
+    found = bench.correlations(
+        a, np.array([[0.9, 0.1], [0.5, 0.3]])
+    )  # NaN left out: (0.1, 0.9, 0.3) vs (0.9, 0.1, 0.3)
     assert found["top1"] is False and found["spearman"] == pytest.approx(-1.0)
+    assert found["top1_in_top3"] and found["best_share"] == pytest.approx(0.1 / 0.9)  # b's first cell is a's least
     assert bench.correlations(np.ones(3), np.arange(3.0))["pearson"] is None  # constant: undefined

@@ -1,4 +1,5 @@
-"""`patch_activations`'s cells recomputed through TransformerLens's hook points, on T5 and BART.
+"""`patch_activations`'s cells recomputed through TransformerLens's hook points, on T5, BART, Marian, mBART and
+M2M100 (TransformerLens 4.3 has a bridge adapter for each).
 
 TransformerLens 4 wraps a transformers model in a `TransformerBridge` (its `HookedEncoderDecoder` of 3.x was
 removed) whose blocks carry named hook points: the residual stream after each block
@@ -31,7 +32,7 @@ from vaswani_inspect.patching import SITES, patch_activations
 
 bridges = pytest.importorskip("transformer_lens.model_bridge")
 
-# Slow as a whole (tests/README.md, the fast lane): every cell of every site, twice, on two architectures
+# Slow as a whole (tests/README.md, the fast lane): every cell of every site, twice, on five architectures
 pytestmark = pytest.mark.slow
 
 #: The TransformerLens hook point of each site, by layer.
@@ -58,23 +59,23 @@ def _corrupted(tokenizer) -> str:
     raise AssertionError(f"no substitute of {SUBSTITUTES} keeps {CLEAN!r} at {length} pieces")
 
 
-@pytest.fixture(scope="module", params=["t5", "bart"])
+@pytest.fixture(scope="module", params=["t5", "bart", "marian", "mbart", "m2m100"])
 def loaded(request, tiny_architecture_folders):
     """(model, bridge on a copy of it, tokenizer, corrupted sentence), in float64."""
     folder = tiny_architecture_folders[request.param]
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore")  # Marian's tokenizer warns that sacremoses is missing
         model = AutoModelForSeq2SeqLM.from_pretrained(folder, attn_implementation="eager", dtype=torch.float64)
+        tokenizer = AutoTokenizer.from_pretrained(folder)
     model.eval()
-    if request.param == "bart":
-        # BART's initialisation (std 0.02) on d_model 32 gives nearly uniform outputs: the two sources would differ
-        # by 1e-4 nats, below what a float32 metric resolves. Larger random weights make the differences nats.
+    if request.param != "t5":
+        # The BART family's initialisation (std 0.02) on d_model 32 gives nearly uniform outputs: the two sources
+        # would differ by 1e-4 nats, below what a float32 metric resolves. Larger random weights make it nats.
         generator = torch.Generator().manual_seed(0)
         with torch.no_grad():
             for parameter in model.parameters():
                 if parameter.dim() == 2:
                     parameter.copy_(torch.randn(parameter.shape, generator=generator, dtype=parameter.dtype) * 0.3)
-    tokenizer = AutoTokenizer.from_pretrained(folder)
     bridge = bridges.TransformerBridge.boot_transformers(
         str(folder), hf_model=copy.deepcopy(model), tokenizer=tokenizer, device="cpu", dtype=torch.float64
     )
