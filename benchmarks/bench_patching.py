@@ -177,8 +177,8 @@ def correlations(a: np.ndarray, b: np.ndarray) -> dict[str, float | bool | None]
     }
 
 
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)
+def _rounded(value: float | bool | None) -> float | bool | None:
+    return value if value is None or isinstance(value, bool) else round(value, 3)
 
 
 def _summary(values: list[float | bool | None]) -> dict[str, float | int | None]:
@@ -252,9 +252,9 @@ def head_agreement(found: dict[str, Any], drops: dict[str, np.ndarray]) -> dict[
     rows: dict[str, Any] = {}
     for method, run in found.items():
         effects = run["result"].effects
-        rows[method] = {"all": correlations(_heads_flat(effects), _heads_flat(drops))["spearman"]}
+        rows[method] = {"all": _rounded(correlations(_heads_flat(effects), _heads_flat(drops))["spearman"])}
         for site, kind in HEAD_SITES.items():
-            rows[method][kind] = correlations(effects[site], drops[site])["spearman"]
+            rows[method][kind] = _rounded(correlations(effects[site], drops[site])["spearman"])
     return rows
 
 
@@ -325,7 +325,7 @@ def run_direction(
         for site in SITES:
             agreement = correlations(exhaustive.effects[site], found["attribution"]["result"].effects[site])
             measures[site].append(agreement)
-            row[site] = agreement
+            row[site] = {name: _rounded(value) for name, value in agreement.items()}
         if index < args.ablation_pairs:
             drops = ablation_drops(model, exhaustive)
             row["heads"] = head_agreement(found, drops)
