@@ -165,16 +165,18 @@ def test_attribution_cells_match_transformer_lens_gradients(loaded):
 
         return keep
 
-    logits = bridge.run_with_hooks(
-        corrupted_ids,
-        decoder_input=target,
-        fwd_hooks=[(name, keeper(activations, name)) for name in names],
-        bwd_hooks=[(name, keeper(gradients, name)) for name in names],
-        reset_hooks_end=False,  # the backward pass below still needs the backward hooks
-    )
-    corrupted_metric = _metric(logits, result)[0]
-    corrupted_metric.backward()
-    bridge.reset_hooks()
+    try:
+        logits = bridge.run_with_hooks(
+            corrupted_ids,
+            decoder_input=target,
+            fwd_hooks=[(name, keeper(activations, name)) for name in names],
+            bwd_hooks=[(name, keeper(gradients, name)) for name in names],
+            reset_hooks_end=False,  # the backward pass below still needs the backward hooks
+        )
+        corrupted_metric = _metric(logits, result)[0]
+        corrupted_metric.backward()
+    finally:
+        bridge.reset_hooks()  # the bridge is the module's: no hook may outlive the test
     difference = float(_metric(clean_logits, result)[0] - corrupted_metric.detach())
     for site in SITES:
         rows = []
