@@ -31,5 +31,13 @@ echo "setup: torch 2.13.0"
 python -m pip install "${quiet[@]}" "torch==2.13.0"
 echo "setup: hf-vaswani${extras:+[$extras]} and its dependencies (editable)"
 python -m pip install "${quiet[@]}" -e ".${extras:+[$extras]}"
+if [[ ",$extras," == *",test,"* ]]; then
+  # TransformerLens, for the test that checks activation patching against its hook points. Its metadata asks for
+  # typeguard>=4.2 and inseq's (the explain extra) for typeguard<=2.13.3, so pip cannot resolve the two together,
+  # though neither imports typeguard: it is installed without its dependencies, plus einops, the one package the
+  # test's path through it (boot_transformers, run_with_cache, run_with_hooks) imports that the test extra lacks.
+  echo "setup: transformer-lens 4.3.0 (without its dependencies) and einops"
+  python -m pip install "${quiet[@]}" --no-deps "transformer-lens==4.3.0" "einops==0.8.2"
+fi
 echo "$wanted" > "$stamp"
 echo "setup: done"

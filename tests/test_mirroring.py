@@ -22,6 +22,7 @@ CROSS_MODULE = {
     "hf_vaswani/test_shipped_checkpoint.py": "the checkpoint in pretrained/: its folder, card and translations",
     "hf_vaswani/test_stale_staging.py": "staging folders left by a killed command, in every command that writes",
     "vaswani_inspect/test_extract_checks.py": "extract refuses what the commands refuse, with their messages",
+    "vaswani_inspect/test_patching_transformer_lens.py": "patching's cells against TransformerLens's hook points",
     "vaswani_demo/test_classroom.py": "the demo in class: course examples, page language, figures, steps",
     "benchmarks/test_benchmark_scripts.py": "several benchmark scripts end to end on tiny dimensions",
 }

@@ -57,9 +57,10 @@ def test_the_first_set_up_installs_with_progress_and_says_each_step(project):
         "-m pip install --upgrade pip",
         "-m pip install torch==2.13.0",
         "-m pip install -e .[test]",
+        "-m pip install --no-deps transformer-lens==4.3.0 einops==0.8.2",
     ]
     steps = [line for line in output.splitlines() if line.startswith("setup: ")]
-    assert len(steps) == 4 and "torch 2.13.0" in steps[1] and steps[-1] == "setup: done"
+    assert len(steps) == 5 and "torch 2.13.0" in steps[1] and steps[-1] == "setup: done"
 
 
 def test_a_second_set_up_installs_nothing_until_pyproject_or_the_extras_change(project):
@@ -71,6 +72,6 @@ def test_a_second_set_up_installs_nothing_until_pyproject_or_the_extras_change(p
     with open(project / "pyproject.toml", "a") as handle:
         handle.write("\n# a change\n")
     _, calls = set_up(project)
-    assert calls[-1] == "-m pip install -q -e .[test]"
+    assert "-m pip install -q -e .[test]" in calls
     _, calls = set_up(project, HF_VASWANI_REINSTALL="1")
-    assert len(calls) == 3
+    assert len(calls) == 4
