@@ -12,13 +12,15 @@ importance on sentence pairs (`head_importance`). Which source words made the mo
 attention, norms, gradients or value zeroing side by side: `attribute` (an `Attribution`; see
 `vaswani_inspect.attribution`). The decoder step by step, greedy or beam search, with each step's candidates,
 attention rows and the beam search tree: `trace_decoding` (a `DecodingTrace`), drawn by `plot_step` and
-`plot_beam_tree`.
+`plot_beam_tree`. Where the information that decides the translation lives (which layer, source position or
+head restores it when patched from a clean source into a corrupted one): `patch_activations` (a `PatchingResult`;
+exhaustive or attribution patching, `Contrast` for "this word and not that one"), drawn by `plot_patching`.
 
 Those are the names this package exports; the rest is in its modules, one concept each: `record`, `extract`,
 `words`, `alignment` (links, gold files, AER, search, configuration), `heads`, `views`, `plots`, `report`,
 `ablation`, `importance` (and its report), `steps` (the decoding trace), `step_plots` (its figures), `compare` (our
-heads against a pretrained BERT's), `training_curves`, `commands` (the command line) and `testing` (tiny stand-ins
-for tests).
+heads against a pretrained BERT's), `patching` (and its figures, `patching_plots`), `training_curves`, `commands`
+(the command line) and `testing` (tiny stand-ins for tests).
 
 Command line: the ``inspect``, ``align-eval``, ``compare-bert`` and ``head-importance`` subcommands of ``hf-vaswani``
 (`vaswani_inspect.commands`), also run as ``python -m vaswani_inspect``::
@@ -38,6 +40,7 @@ try:
     from .extract import extract, load_model_and_tokenizer
     from .heads import head_statistics
     from .importance import head_importance
+    from .patching import Contrast, PatchingResult, patch_activations
     from .plots import plot_alignment, plot_alignment_links, plot_heatmap, plot_layer_grid
     from .record import AttentionRecord
     from .report import write_report
@@ -53,8 +56,10 @@ except ModuleNotFoundError as error:
 __all__ = [
     "AttentionRecord",
     "Attribution",
+    "Contrast",
     "DecodingStep",
     "DecodingTrace",
+    "PatchingResult",
     "ablate_heads",
     "align",
     "alignment_matrix",
@@ -66,6 +71,7 @@ __all__ = [
     "head_view_html",
     "load_model_and_tokenizer",
     "model_view_html",
+    "patch_activations",
     "plot_alignment",
     "plot_alignment_links",
     "plot_beam_tree",

@@ -9,6 +9,8 @@ The rest of `vaswani_inspect` asks this module, never a model's class or config 
 * `attention_modules(model)`: ``{kind: [module per layer]}`` for the three kinds (``"encoder"`` self-attention,
   ``"decoder"`` self-attention, ``"cross"`` encoder-decoder attention); `head_counts`, `projections` (the query, key,
   value and output `nn.Linear` of a module) and `head_size` read the rest.
+* `layer_stacks(model)`: ``{"encoder": [layer, ...], "decoder": [layer, ...]}``, the blocks whose outputs are the
+  residual stream between layers (what activation patching replaces).
 * `ensure_attention_weights(model)`: most transformers models compute attention with PyTorch's fused kernel (sdpa),
   which returns no weights; this switches a loaded model to the eager implementation once and says so.
 * `output_logits(model, states)`: the vocabulary logits from the decoder's last hidden states, as the model's own
@@ -43,6 +45,7 @@ __all__ = [
     "head_size",
     "input_embeddings",
     "is_vaswani",
+    "layer_stacks",
     "output_logits",
     "position_limit",
     "projections",
@@ -105,7 +108,7 @@ def _attribute(root: Any, path: str) -> Any:
     return value
 
 
-def _find_modules(model: Any, entry: Architecture) -> dict[str, list[torch.nn.Module]]:
+def _find_stacks(model: Any, entry: Architecture) -> dict[str, list[torch.nn.Module]]:
     supported = ", ".join(sorted(MODEL_TYPES))
     stacks = {}
     for side, getter, attribute in (
@@ -121,6 +124,12 @@ def _find_modules(model: Any, entry: Architecture) -> dict[str, list[torch.nn.Mo
                 "encoder.layers[i].self_attn / decoder.layers[i].encoder_attn layout with q_proj, k_proj, v_proj, "
                 "out_proj."
             ) from None
+    return stacks
+
+
+def _find_modules(model: Any, entry: Architecture) -> dict[str, list[torch.nn.Module]]:
+    supported = ", ".join(sorted(MODEL_TYPES))
+    stacks = _find_stacks(model, entry)
     found: dict[str, list[torch.nn.Module]] = {}
     for kind, side, path in zip(KINDS, ("encoder", "decoder", "decoder"), entry.modules):
         try:
@@ -146,6 +155,18 @@ def attention_modules(model: Any) -> dict[str, list[torch.nn.Module]]:
         UnsupportedModelError: see `architecture_of`.
     """
     return _find_modules(model, _entry(model))
+
+
+def layer_stacks(model: Any) -> dict[str, list[torch.nn.Module]]:
+    """The encoder's and the decoder's layers (``{"encoder": [...], "decoder": [...]}``), in order: each layer's
+    output (the first element when it returns a tuple, as T5's blocks do) is the input of the next.
+
+    Raises:
+        UnsupportedModelError: see `architecture_of`.
+    """
+    entry = _entry(model)
+    _find_modules(model, entry)  # the same checks as everywhere: a layout whose attention is not found is refused
+    return _find_stacks(model, entry)
 
 
 def head_size(model: Any, module: torch.nn.Module) -> tuple[int, int]:
