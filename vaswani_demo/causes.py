@@ -1,0 +1,278 @@
+"""What the "What causes it?" tab computes and draws, without Gradio: activation patching of one sentence into
+another (`vaswani_inspect.patch_activations`), said in words (the cells that bring the first translation back most)
+and drawn as heatmaps.
+
+`find_causes` checks the two sentences (the text rules of a translation, `vaswani_demo.checks.text_notes`, then the
+same number of tokens and not the same tokens: a refusal names both token lists, pieces shown as words) and patches
+the first into the second in the copy of the model that serves the direction (`ModelRunner.borrowed_copy`), so that
+its hooks and gradients never reach a translation served meanwhile; any architecture the toolkit looks inside works.
+Every sentence and figure title is in the request's language (`vaswani_demo.causes_texts`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vaswani_inspect.patching import patch_activations
+from vaswani_inspect.plots import new_figure
+
+from .checks import text_notes
+from .texts import DEFAULT_LANGUAGE, Refusal, decimal, message
+
+__all__ = [
+    "COURSE_PAIRS",
+    "HEAD_SITES",
+    "PATCHING_METHODS",
+    "CausesAnswer",
+    "find_causes",
+    "heads_figure",
+    "pieces_as_words",
+    "position_figure",
+    "top_cells",
+    "word_of",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The course's pairs, one word apart and the same length in tokens on the shipped model: (first, second,
+#: direction). The first is the course's failure ("banco" read as a bank).
+COURSE_PAIRS = (
+    ("Me senté en el banco de la plaza.", "Me senté en el sofá de la plaza.", "es-en"),
+    ("Nos sentamos en el banco del río.", "Nos sentamos en el sofá del río.", "es-en"),
+    ("I went to the bank to get money.", "I went to the shop to get money.", "en-es"),
+)
+#: The patching methods the tab offers, the fast one first (the default).
+PATCHING_METHODS = ("attribution", "exhaustive")
+#: The head sites, in the order the heads figure draws them.
+HEAD_SITES = ("encoder_heads", "decoder_heads", "cross_heads")
+#: How many cells of each kind the summary names.
+TOP = 3
+#: Below this gap between the two sentences' log-probabilities, patching has nothing to bring back.
+_NO_GAP = 1e-3
+#: Cells drawn with their value written in them when their effect is at least this (in absolute value).
+_WRITTEN = 0.1
+_METASPACE = "▁"
+
+
+@dataclass
+class CausesAnswer:
+    """What the tab shows after a click: `status` (Markdown: the summary, or why nothing was computed), the
+    `result` (a `vaswani_inspect.patching.PatchingResult`, None when refused or failed), the figures by name
+    ("positions": encoder layer x source position, "decoder": decoder layer x target position, "heads"), and
+    how long it took."""
+
+    status: str
+    result: Any = None
+    figures: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.result is not None
+
+
+def word_of(label: str) -> str:
+    """A piece label as a word is written: without the word-start mark "▁" (special tokens as they are)."""
+    return label.replace(_METASPACE, "") or label
+
+
+def pieces_as_words(labels: list[str]) -> str:
+    """Piece labels as the words they spell, the pieces of one word joined by "·": ``>>en<< Me sent·é en el``."""
+    words: list[str] = []
+    for label in labels:
+        if words and not label.startswith(_METASPACE) and not _special(label) and not _special(words[-1]):
+            words[-1] += "·" + label
+        else:
+            words.append(word_of(label))
+    return " ".join(words)
+
+
+def _special(label: str) -> bool:
+    return label.startswith("<") and label.endswith(">") or label.startswith(">>") and label.endswith("<<")
+
+
+def _checked_pair(backend: Any, clean: Any, corrupted: Any, direction: Any) -> None:
+    """Refuse a pair the tab cannot patch: what a translation refuses, a missing sentence, sentences of different
+    token lengths (both token lists named) or of the same tokens."""
+    if not isinstance(clean, str) or not clean.strip():
+        raise Refusal("causes.empty")
+    if not isinstance(corrupted, str) or not corrupted.strip():
+        raise Refusal("causes.second")
+    routes, limit = backend.runner.routes, backend.choices.max_tokens
+    for text in (clean, corrupted):
+        text_notes(routes, text, direction, limit)
+    served = backend.runner.served(direction)
+    ids = [served.source_ids(text, direction) for text in (clean, corrupted)]
+    labels = [_labels(served.tokenizer, values) for values in ids]
+    if len(ids[0]) != len(ids[1]):
+        raise Refusal(
+            "causes.length",
+            clean_count=len(ids[0]),
+            clean_tokens=pieces_as_words(labels[0]),
+            corrupted_count=len(ids[1]),
+            corrupted_tokens=pieces_as_words(labels[1]),
+        )
+    if ids[0] == ids[1]:
+        raise Refusal("causes.same", tokens=pieces_as_words(labels[0]))
+
+
+def _labels(tokenizer: Any, ids: list[int]) -> list[str]:
+    from vaswani_inspect.pieces import piece_labels
+
+    return piece_labels(tokenizer, ids)
+
+
+def find_causes(
+    backend: Any,
+    clean: Any,
+    corrupted: Any,
+    direction: Any,
+    method: Any = "attribution",
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    language: str = DEFAULT_LANGUAGE,
+) -> CausesAnswer:
+    """Patch `clean` into `corrupted` (every site) by `method` ("attribution" or "exhaustive"), on the model that
+    serves `direction`, and say and draw what brings `clean`'s translation back, in `language`. `progress` is
+    `patch_activations`' (called as cells or passes are done).
+
+    Never raises for the user's input: a refused pair (`_checked_pair`), or what the toolkit refuses, gives an
+    answer without a result whose status says why; anything else too, with a traceback in the log.
+    """
+    started = time.perf_counter()
+    method = method if method in PATCHING_METHODS else PATCHING_METHODS[0]
+    try:
+        _checked_pair(backend, clean, corrupted, direction)
+        with backend.runner.borrowed_copy(direction) as (served, model), served.encoding(direction):
+            result = patch_activations(
+                model, served.tokenizer, clean, corrupted, direction=direction, method=method, progress=progress
+            )
+    except Refusal as refusal:
+        return CausesAnswer(refusal.told(language))
+    except ValueError as error:  # what the toolkit refuses says so in its own (English) words
+        return CausesAnswer(message(language, "causes.refused", error=str(error)))
+    except Exception as error:  # noqa: BLE001 - the user gets a sentence, the log gets the traceback
+        logger.exception("The demo could not patch %r into %r", clean, corrupted)
+        return CausesAnswer(message(language, "causes.failed", error=type(error).__name__))
+    seconds = time.perf_counter() - started
+    figures = {
+        "positions": position_figure(result, "encoder", language),
+        "decoder": position_figure(result, "decoder", language),
+        "heads": heads_figure(result, language),
+    }
+    return CausesAnswer(causes_summary(result, language, seconds), result, figures, seconds)
+
+
+def top_cells(result: Any, sites: tuple[str, ...], k: int = TOP) -> list[tuple[str, int, int, float]]:
+    """The `k` cells of `sites` with the largest effect, largest first: (site, layer, column, effect); NaN cells
+    (no gap between the sentences) are never among them."""
+    cells = [
+        (site, layer, column, float(value))
+        for site in sites
+        if site in result.effects
+        for (layer, column), value in np.ndenumerate(np.asarray(result.effects[site], dtype=np.float64))
+        if not math.isnan(value)
+    ]
+    return sorted(cells, key=lambda cell: -cell[3])[:k]
+
+
+def _column_word(result: Any, site: str, column: int) -> str:
+    """The word of a position site's column: the source piece (with the second sentence's, where they differ), or
+    the target token the decoder input at that position predicts next."""
+    if site == "encoder":
+        clean, corrupted = result.source_tokens[column], result.corrupted_tokens[column]
+        return word_of(clean) if clean == corrupted else f"{word_of(clean)} [{word_of(corrupted)}]"
+    return word_of(result.target_tokens[column])
+
+
+def causes_summary(result: Any, language: str = DEFAULT_LANGUAGE, seconds: float | None = None) -> str:
+    """The tab's sentences for `result` (Markdown): the two sentences' log-probabilities of the first one's
+    translation, then the source positions and the heads that bring it back most (`top_cells`)."""
+    fields = {
+        "clean": result.source_text,
+        "corrupted": result.corrupted_text,
+        "target": result.target_text,
+        "clean_metric": decimal(language, result.clean_metric),
+        "corrupted_metric": decimal(language, result.corrupted_metric),
+        "method": message(language, f"causes.method.{result.method}"),
+    }
+    if abs(result.clean_metric - result.corrupted_metric) < _NO_GAP:
+        return message(language, "causes.no_gap", **fields)
+    lines = [message(language, "causes.summary", **fields)]
+    for site, layer, column, effect in top_cells(result, ("encoder",)):
+        told = dict(layer=layer, word=_column_word(result, site, column), effect=decimal(language, effect))
+        lines.append("- " + message(language, "causes.position", site=message(language, f"causes.site.{site}"), **told))
+    for site, layer, head, effect in top_cells(result, HEAD_SITES):
+        told = dict(layer=layer, head=head, effect=decimal(language, effect))
+        lines.append("- " + message(language, "causes.head", site=message(language, f"causes.site.{site}"), **told))
+    if seconds is not None:
+        lines.append("\n" + message(language, "causes.took", seconds=decimal(language, seconds)))
+    return "\n".join(lines)
+
+
+def _heatmap(ax: Any, values: np.ndarray, columns: list[str], language: str, *, slanted: bool = True) -> Any:
+    """`values` (layers x columns) on `ax` in a diverging map around 0 (blue: the cell pushes away from the first
+    translation, red: toward it), the larger cells' values written in them."""
+    limit = max(1.0, float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0)
+    image = ax.imshow(values, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto", interpolation="nearest")
+    if slanted:  # words: slanted so that long ones do not overlap
+        ax.set_xticks(range(len(columns)), columns, rotation=60, ha="right", rotation_mode="anchor", fontsize=9)
+    else:
+        ax.set_xticks(range(len(columns)), columns, fontsize=9)
+    ax.set_yticks(range(values.shape[0]), [str(layer) for layer in range(values.shape[0])], fontsize=9)
+    for (row, column), value in np.ndenumerate(values):
+        if np.isfinite(value) and abs(value) >= _WRITTEN:
+            colour = "white" if abs(value) > 0.6 * limit else "black"
+            ax.text(column, row, decimal(language, value, 1), ha="center", va="center", fontsize=8, color=colour)
+    return image
+
+
+def position_figure(result: Any, site: str, language: str = DEFAULT_LANGUAGE) -> Any:
+    """The effects of a position site ("encoder" or "decoder") as a layer x position heatmap, the positions named
+    by their words (`_column_word`), titled in `language`; None when `result` has no such site."""
+    if site not in result.effects:
+        return None
+    values = np.asarray(result.effects[site], dtype=np.float64)
+    columns = [_column_word(result, site, column) for column in range(values.shape[1])]
+    figure = new_figure(max(5.0, 0.5 * len(columns) + 1.5), 1.2 + 0.45 * values.shape[0] + 0.9)
+    ax = figure.add_subplot()
+    image = _heatmap(ax, values, columns, language)
+    figure.colorbar(image, ax=ax, shrink=0.9, pad=0.01)
+    site_name = message(language, f"causes.site.{site}")
+    method = message(language, f"causes.method.{result.method}")
+    title = message(language, "causes.figure.positions", site=site_name, target=result.target_text, method=method)
+    ax.set_title(title, fontsize=10, wrap=True)
+    axis = "causes.axis.source" if site == "encoder" else "causes.axis.target"
+    ax.set_xlabel(message(language, axis), fontsize=9)
+    ax.set_ylabel(message(language, "causes.axis.layer"), fontsize=9)
+    return figure
+
+
+def heads_figure(result: Any, language: str = DEFAULT_LANGUAGE) -> Any:
+    """The effects of the head sites, a layer x head heatmap each side by side, titled in `language`; None when
+    `result` has none of them."""
+    sites = [site for site in HEAD_SITES if site in result.effects]
+    if not sites:
+        return None
+    figure = new_figure(2.6 * len(sites) + 0.8, 3.4)
+    axes = figure.subplots(1, len(sites), squeeze=False)[0]
+    image = None
+    for ax, site in zip(axes, sites):
+        values = np.asarray(result.effects[site], dtype=np.float64)
+        image = _heatmap(ax, values, [str(head) for head in range(values.shape[1])], language, slanted=False)
+        ax.set_title(message(language, f"causes.site.{site}"), fontsize=9)
+        ax.set_xlabel(message(language, "causes.axis.head"), fontsize=9)
+    axes[0].set_ylabel(message(language, "causes.axis.layer"), fontsize=9)
+    figure.colorbar(image, ax=list(axes), shrink=0.9, pad=0.01)
+    method = message(language, f"causes.method.{result.method}")
+    figure.suptitle(
+        message(language, "causes.figure.heads", target=result.target_text, method=method), fontsize=10, wrap=True
+    )
+    return figure
