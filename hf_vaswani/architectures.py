@@ -9,7 +9,7 @@ model types or names elsewhere is read from the registry when it is used, so an 
 * the demo names an architecture as `DISPLAY_NAMES` says (`vaswani_demo.settings.ARCHITECTURE_NAMES`) and offers
   CTranslate2 for the same entries;
 * `vaswani_inspect.architectures` re-exports the registry and reads a model's attention where its entry says
-  (``layers``, ``modules``, ``projections``, ``heads``, ``head_dim``, ``output_scale``);
+  (``layers``, ``modules``, ``projections``, ``heads``, ``head_dim``, ``output_scale``, ``final_norm``);
 * the tiny test models of `vaswani_inspect.testing_models` are keyed by the entries' names.
 
 Why here and not in `vaswani_inspect`: `hf_vaswani` must not import the inspection toolkit (tests/test_layering.py),
@@ -66,6 +66,8 @@ class Architecture:
         projections: the attribute names of the query, key, value and output projections in a module.
         heads: the module attribute holding its number of heads; `head_dim` the one holding each head's size.
         output_scale: the factor the model applies to the decoder's last states before the output layer.
+        final_norm: the attribute of the encoder and of the decoder stack holding the norm applied after their last
+            layer (pre-norm models); a stack without it (post-norm: Marian, BART) or with it None has none.
         ctranslate2: CTranslate2 translates it (an exact export exists): ours through `hf_vaswani.export`, any other
             through CTranslate2's own converter.
         trained_aligner: the model may carry a trained aligner (``config.alignment``).
@@ -83,6 +85,7 @@ class Architecture:
     heads: str = "num_heads"
     head_dim: str = "head_dim"
     output_scale: Callable[[Any], float] = _no_scale
+    final_norm: str = "layer_norm"
     ctranslate2: bool = False
     trained_aligner: bool = False
     direction_schemes: tuple[str, ...] = DIRECTION_SCHEMES
@@ -220,6 +223,7 @@ _SHIPPED = (
         heads="n_heads",
         head_dim="key_value_proj_dim",
         output_scale=_t5_output_scale,
+        final_norm="final_layer_norm",
         direction_schemes=("task_prefix", "one_direction"),
         example="google-t5/t5-small",
     ),

@@ -15,6 +15,10 @@ The rest of `vaswani_inspect` asks this module, never a model's class or config 
   which returns no weights; this switches a loaded model to the eager implementation once and says so.
 * `output_logits(model, states)`: the vocabulary logits from the decoder's last hidden states, as the model's own
   forward computes them (T5 scales tied outputs by d_model^-0.5; Marian adds a bias).
+* `stack_layers(model, side)` and `final_norm(model, side)`: the layers of the encoder or decoder stack, and the
+  norm the stack applies after its last layer (pre-norm models: ours with ``layer_norm_position="pre"``, M2M100 /
+  NLLB, mBART, T5), None where there is none (post-norm: ours by default, Marian, BART). The lenses
+  (`vaswani_inspect.lens`) read each layer's output through them.
 
 The entries themselves (`Architecture`, `ARCHITECTURES`) are plain data in `hf_vaswani.architectures`, re-exported
 here, since `hf_vaswani`'s backends and the demo read them too: adding an architecture is one entry there and one
@@ -41,6 +45,7 @@ __all__ = [
     "architecture_of",
     "attention_modules",
     "ensure_attention_weights",
+    "final_norm",
     "head_counts",
     "head_size",
     "input_embeddings",
@@ -49,6 +54,7 @@ __all__ = [
     "output_logits",
     "position_limit",
     "projections",
+    "stack_layers",
 ]
 
 
@@ -232,6 +238,29 @@ def output_logits(model: Any, states: torch.Tensor) -> torch.Tensor:
     if isinstance(bias, torch.Tensor):
         logits = logits + bias.reshape(-1)
     return logits
+
+
+def _stack(model: Any, side: str) -> Any:
+    if side not in ("encoder", "decoder"):
+        raise ValueError(f"side must be 'encoder' or 'decoder', got {side!r}.")
+    return model.get_encoder() if side == "encoder" else model.get_decoder()
+
+
+def stack_layers(model: Any, side: str) -> list[torch.nn.Module]:
+    """The layers of the `side` stack ("encoder" or "decoder") of `model`, in order.
+
+    Raises:
+        UnsupportedModelError: see `architecture_of`.
+    """
+    entry = architecture_of(model)
+    return list(_attribute(_stack(model, side), entry.layers[0 if side == "encoder" else 1]))
+
+
+def final_norm(model: Any, side: str) -> torch.nn.Module | None:
+    """The norm the `side` stack ("encoder" or "decoder") applies to its last layer's output, or None when it
+    applies none (its entry's ``final_norm`` attribute is missing or None: a post-norm model)."""
+    norm = getattr(_stack(model, side), _entry(model).final_norm, None)
+    return norm if isinstance(norm, torch.nn.Module) else None
 
 
 _EMBEDDING_FACTORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -19,6 +19,8 @@ SHARE_METHODS: tuple[str, ...]
 MODEL_METHODS: tuple[str, ...]
 #: The methods that read gradients (through Captum).
 GRADIENT_METHODS: tuple[str, ...]
+#: The methods that take ``contrast=FOIL`` (those whose function declares a `contrast` option).
+CONTRAST_METHODS: tuple[str, ...]
 
 # Each list is the registry's (`vaswani_inspect.attribution.registry`), read on each access (`__getattr__`), so
 # that a method registered after this module is imported is in every list.
@@ -33,6 +35,8 @@ _LISTS: dict[str, dict[str, bool]] = {
 def __getattr__(name: str) -> tuple[str, ...]:
     if name in _LISTS:
         return method_names(**_LISTS[name])
+    if name == "CONTRAST_METHODS":
+        return _contrast_methods()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -75,7 +79,16 @@ def attribute(
         options: the method's own options (`method_options(method)`): `n_steps` (integrated gradients, default
             `DEFAULT_STEPS`), `batch_size` (gradient methods and value zeroing: batch rows per call),
             `precision` (gradient methods: "float32", or "bfloat16" under autocast, about 2.3 times faster on a CPU
-            with bfloat16 matmuls), `layers` (attention_norm: "aligner" or "mean").
+            with bfloat16 matmuls), `layers` (attention_norm: "aligner" or "mean"), `contrast` (the gradient methods,
+            `CONTRAST_METHODS`: see below).
+
+    Contrast ("why this word and not that one"): ``contrast=FOIL``, another translation as text ("I sat on the
+    bench of the square" for "I sat on the bank of the square"), tokenized as the target is and of the same
+    number of pieces. The target stays teacher-forced; at each row t where the foil's piece differs from the
+    target's, the method explains log p(target piece) - log p(foil piece), both read after the target's own
+    prefix (the question "why y_t and not f_t in this context", as inseq's ``contrast_prob_diff`` asks it);
+    the rows where the two agree have nothing to contrast and get zero scores (zero rows in the matrix). The rows
+    contrasted are in ``details["contrast_rows"]``, the foil's ids in ``details["contrast_ids"]``.
 
     Returns:
         An `Attribution` with the word-level matrix (target words x source words, the words of
@@ -88,9 +101,17 @@ def attribute(
             steps x positions exceed `checks.MAX_STEP_POSITIONS`, a record whose ids are not its tokens (with this
             tokenizer) or not in the model's vocabulary.
         TypeError: an option the method does not take.
+
+    A `contrast` given to a method that takes none (one without gradients), a foil equal to the target, or one of
+    another number of pieces (its pieces and the target's named) is a ValueError.
     """
     entry = method_entry(method)
     allowed = entry.options
+    if "contrast" in options and "contrast" not in allowed:
+        raise ValueError(
+            f"The {method!r} attribution takes no contrast (a foil translation): it reads no gradients of an output "
+            f"it could contrast. Methods that take contrast=: {', '.join(_contrast_methods())}."
+        )
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise TypeError(
@@ -100,7 +121,42 @@ def attribute(
         if name in options:
             check_positive_int(name, options[name])
     record = _record(model, tokenizer, record_or_source, target, direction, generate_kwargs)
+    if options.get("contrast") is not None:
+        options["contrast"] = foil_ids(model, tokenizer, record, options["contrast"])
     return entry.function(model, record, **options)
+
+
+def _contrast_methods() -> tuple[str, ...]:
+    return tuple(name for name in method_names() if "contrast" in method_entry(name).options)
+
+
+def foil_ids(model: Any, tokenizer: Any, record: AttentionRecord, foil: str) -> list[int]:
+    """The decoder ids of the translation `foil` (the layout of ``record.target_ids``: start token, pieces,
+    ``</s>``), tokenized as `extract` tokenizes a target in the record's direction.
+
+    Raises:
+        ValueError: `foil` is not a string, spells the record's target, or has another number of pieces (the
+            message lists both).
+    """
+    from ..extract import _direction, _target_ids
+    from ..pieces import piece_labels
+
+    if not isinstance(foil, str):
+        raise ValueError(f"contrast must be a foil translation (a string), got {type(foil).__name__}.")
+    how = _direction(model, tokenizer, record.direction)
+    ids = _target_ids(model, tokenizer, [foil], how, None, False)[0]
+    target = list(record.target_ids)
+    if ids == target:
+        raise ValueError(
+            f"The foil {foil!r} is the target itself: nothing to contrast (give another translation, e.g. one word "
+            "changed)."
+        )
+    if len(ids) != len(target):
+        raise ValueError(
+            f"The foil must have as many pieces as the target to be contrasted piece by piece: the foil "
+            f"{piece_labels(tokenizer, ids)} has {len(ids)}, the target {record.target_tokens} {len(target)}."
+        )
+    return ids
 
 
 def attribute_methods(
@@ -148,6 +204,7 @@ def _record(
 
 
 __all__ = [
+    "CONTRAST_METHODS",
     "GRADIENT_METHODS",
     "METHODS",
     "MODEL_METHODS",
@@ -155,5 +212,6 @@ __all__ = [
     "attribute",
     "attribute_methods",
     "check_method",
+    "foil_ids",
     "method_options",
 ]

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,13 +142,21 @@ def embedding_attributions(
     n_steps: int = DEFAULT_STEPS,
     batch_size: int = DEFAULT_BATCH_SIZE,
     precision: str = "float32",
+    labels: Sequence[int] | None = None,
+    contrast: Sequence[int] | None = None,
 ) -> EmbeddingAttributions:
     """Captum's `method` on the source and prefix token embeddings, for every predicted piece of `record` at once.
 
     Saliency gives the raw (signed) gradient, input x gradient and integrated gradients their attributions; see
     the module docstring. `n_steps` is used by integrated gradients only; `batch_size` bounds the batch rows of
     one call (a call explains `max(1, batch_size // steps)` target pieces); `precision` is "float32" (the model's
-    dtype) or "bfloat16" (autocast; see the module docstring)."""
+    dtype) or "bfloat16" (autocast; see the module docstring).
+
+    `labels` (one piece id per row, T - 1) are the pieces whose log-probabilities are explained (default: the
+    record's own next pieces, ``target_ids[1:]``); `contrast` (a foil piece per row) explains log p(label) -
+    log p(foil) instead, both from the record's prefix, and rows where the two pieces agree get zero attributions
+    (the contrastive attribution of Yin & Neubig 2022, inseq's ``contrast_prob_diff``): Captum attributes that
+    function as it attributes any other."""
     if method not in CAPTUM_METHODS:
         raise ValueError(f"Unknown gradient method {method!r}: choose one of {', '.join(CAPTUM_METHODS)}.")
     n_steps, batch_size = check_positive_int("n_steps", n_steps), check_positive_int("batch_size", batch_size)
@@ -156,28 +164,39 @@ def embedding_attributions(
         check_step_cost(n_steps, record)
     inputs = record_inputs(model, record)
     device = inputs.labels.device
+    row_labels = inputs.labels if labels is None else _row_pieces("labels", labels, inputs.rows, device)
+    foils = None if contrast is None else _row_pieces("contrast", contrast, inputs.rows, device)
     steps = n_steps if method == "integrated_gradients" else 1
     per_call = max(1, batch_size // steps)
     source_parts, prefix_parts, errors = [], [], []
     with eval_mode(model), _precision(precision, device):
         source_embeds, target_embeds = embeddings(model, inputs)
 
-        def forward(source: torch.Tensor, target: torch.Tensor, positions: torch.Tensor, labels: torch.Tensor):
-            return log_probabilities(model, source, target, positions, labels)
+        def forward(
+            source: torch.Tensor,
+            target: torch.Tensor,
+            positions: torch.Tensor,
+            labels: torch.Tensor,
+            foils: torch.Tensor | None = None,
+        ):
+            return log_probabilities(model, source, target, positions, labels, foils)
 
         explainer = _captum_method(method, forward)
         for start in range(0, inputs.rows, per_call):
             positions = torch.arange(start, min(start + per_call, inputs.rows), device=device)
             count = len(positions)
-            labels = inputs.labels[positions]
-            point_forward = functools.partial(point_log_probabilities, model, positions=positions, labels=labels)
+            labels = row_labels[positions]
+            chunk_foils = None if foils is None else foils[positions]
+            point_forward = functools.partial(
+                point_log_probabilities, model, positions=positions, labels=labels, contrast=chunk_foils
+            )
             explainer.gradient_func = _SharedPointGradients(count, point_forward)
             # Only the prefix the chunk's last row reads is fed in (the rest cannot change its outputs).
             inputs_pair = (
                 source_embeds.expand(count, -1, -1).clone().requires_grad_(),
                 target_embeds[:, : int(positions.max()) + 1].expand(count, -1, -1).clone().requires_grad_(),
             )
-            extra = (positions, labels)
+            extra = (positions, labels) if chunk_foils is None else (positions, labels, chunk_foils)
             if method == "integrated_gradients":
                 attributions, delta = explainer.attribute(
                     inputs_pair,
@@ -206,6 +225,12 @@ def embedding_attributions(
     )
 
 
+def _row_pieces(name: str, pieces: Sequence[int], rows: int, device: torch.device) -> torch.Tensor:
+    if len(pieces) != rows:
+        raise ValueError(f"{name} must give one piece per predicted row ({rows}), got {len(pieces)}.")
+    return torch.tensor(list(pieces), dtype=torch.long, device=device)
+
+
 def gradient_scores(
     model: Any,
     record: AttentionRecord,
@@ -214,16 +239,25 @@ def gradient_scores(
     n_steps: int = DEFAULT_STEPS,
     batch_size: int = DEFAULT_BATCH_SIZE,
     precision: str = "float32",
+    contrast: Sequence[int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, dict[str, Any], dict[str, Any]]:
     """(source token scores (T - 1, S), prefix token scores (T - 1, T - 1), settings, details): the L2 norms of
-    `embedding_attributions` over the embedding dimensions."""
-    found = embedding_attributions(model, record, method, n_steps=n_steps, batch_size=batch_size, precision=precision)
+    `embedding_attributions` over the embedding dimensions. `contrast`: a foil's decoder ids (the layout of
+    ``record.target_ids``, the same length), explained as in `embedding_attributions` (its pieces, ``[1:]``)."""
+    foils = None if contrast is None else list(contrast)[1:]
+    found = embedding_attributions(
+        model, record, method, n_steps=n_steps, batch_size=batch_size, precision=precision, contrast=foils
+    )
     settings: dict[str, Any] = {
         "inputs": "token embeddings (source and target prefix)",
         "score": "L2 norm",
         "precision": precision,
     }
     details: dict[str, Any] = {}
+    if foils is not None:
+        rows = [t for t, (label, foil) in enumerate(zip(record.target_ids[1:], foils)) if label != foil]
+        settings["explains"] = "log p(target piece) - log p(foil piece), from the target's prefix"
+        details.update(contrast_ids=list(contrast), contrast_rows=rows)
     if method == "integrated_gradients":
         settings.update(n_steps=n_steps, quadrature="gausslegendre", baseline="zero embeddings")
         details["completeness_error"] = found.completeness_error.tolist()

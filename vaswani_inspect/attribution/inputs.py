@@ -95,14 +95,28 @@ def log_probabilities(
     target_embeds: torch.Tensor,
     positions: torch.Tensor,
     labels: torch.Tensor,
+    contrast: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """For each batch row b: log p(labels[b] | source_embeds[b], target_embeds[b, :positions[b] + 1]), read at
     decoder position positions[b]. Only the needed positions go through the output layer (one vocabulary-sized
-    row per batch row instead of one per position), and the decoder runs on the longest prefix the batch needs."""
+    row per batch row instead of one per position), and the decoder runs on the longest prefix the batch needs.
+    With `contrast` (a foil piece per batch row): log p(labels[b]) - log p(contrast[b]) from the same prefix, 0
+    where the two pieces are the same (`contrasted`)."""
     length = int(positions.max()) + 1
     hidden = _final_states(model, source_embeds, target_embeds[:, :length])
     rows = torch.arange(hidden.shape[0], device=hidden.device)
-    return _log_softmax_of(model, hidden[rows, positions])[rows, labels]
+    log_p = _log_softmax_of(model, hidden[rows, positions])
+    return contrasted(log_p[rows, labels], None if contrast is None else log_p[rows, contrast], labels, contrast)
+
+
+def contrasted(
+    log_p: torch.Tensor, foil_log_p: torch.Tensor | None, labels: torch.Tensor, contrast: torch.Tensor | None
+) -> torch.Tensor:
+    """`log_p` alone, or with a foil the difference log p(label) - log p(foil) where the label and the foil piece
+    differ and exactly 0 where they agree (nothing is contrasted there: the gradient is zero, not a rounding)."""
+    if contrast is None or foil_log_p is None:
+        return log_p
+    return (log_p - foil_log_p) * (labels != contrast).to(log_p.dtype)
 
 
 def point_log_probabilities(
@@ -111,17 +125,25 @@ def point_log_probabilities(
     target_embeds: torch.Tensor,
     positions: torch.Tensor,
     labels: torch.Tensor,
+    contrast: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """(points, pieces): for each input point p (a batch row of `source_embeds` (P, S, d) and `target_embeds`
     (P, L, d)) and each piece r, log p(labels[r] | point p's source and prefix up to positions[r]), read at decoder
-    position positions[r]: every piece from one forward of the point (causality: position r reads no later input)."""
+    position positions[r]: every piece from one forward of the point (causality: position r reads no later input).
+    With `contrast` (a foil piece per r): log p(labels[r]) - log p(contrast[r]), 0 where they agree
+    (`contrasted`)."""
     hidden = _final_states(model, source_embeds, target_embeds[:, : int(positions.max()) + 1])
     log_p = _log_softmax_of(model, hidden[:, positions])  # (P, R, vocabulary)
-    return log_p.gather(-1, labels.expand(hidden.shape[0], -1)[..., None])[..., 0]
+
+    def read(pieces: torch.Tensor) -> torch.Tensor:
+        return log_p.gather(-1, pieces.expand(hidden.shape[0], -1)[..., None])[..., 0]
+
+    return contrasted(read(labels), None if contrast is None else read(contrast), labels, contrast)
 
 
 __all__ = [
     "RecordInputs",
+    "contrasted",
     "device_of",
     "embeddings",
     "eval_mode",

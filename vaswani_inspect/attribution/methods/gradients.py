@@ -1,9 +1,11 @@
 """The gradient methods, through Captum, computed in `vaswani_inspect.attribution.gradients`: "saliency",
-"input_x_gradient" and "integrated_gradients"."""
+"input_x_gradient" and "integrated_gradients". Each takes the option `contrast`: a foil's decoder ids (the
+layout of ``record.target_ids``), to explain log p(target piece) - log p(foil piece) (`attribute`'s ``contrast=``
+takes the foil as text)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...record import AttentionRecord
@@ -20,9 +22,10 @@ def _gradient(name: str) -> Callable[..., Attribution]:
         n_steps: int = DEFAULT_STEPS,
         batch_size: int = DEFAULT_BATCH_SIZE,
         precision: str = "float32",
+        contrast: Sequence[int] | None = None,
     ) -> Attribution:
         source, prefix, settings, details = gradient_scores(
-            model, record, name, n_steps=n_steps, batch_size=batch_size, precision=precision
+            model, record, name, n_steps=n_steps, batch_size=batch_size, precision=precision, contrast=contrast
         )
         return Attribution.from_token_scores(name, record, source, prefix, settings=settings, details=details)
 
@@ -30,15 +33,25 @@ def _gradient(name: str) -> Callable[..., Attribution]:
 
 
 def _saliency(
-    model: Any, record: AttentionRecord, *, batch_size: int = DEFAULT_BATCH_SIZE, precision: str = "float32"
+    model: Any,
+    record: AttentionRecord,
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    precision: str = "float32",
+    contrast: Sequence[int] | None = None,
 ) -> Attribution:
-    return _gradient("saliency")(model, record, batch_size=batch_size, precision=precision)
+    return _gradient("saliency")(model, record, batch_size=batch_size, precision=precision, contrast=contrast)
 
 
 def _input_x_gradient(
-    model: Any, record: AttentionRecord, *, batch_size: int = DEFAULT_BATCH_SIZE, precision: str = "float32"
+    model: Any,
+    record: AttentionRecord,
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    precision: str = "float32",
+    contrast: Sequence[int] | None = None,
 ) -> Attribution:
-    return _gradient("input_x_gradient")(model, record, batch_size=batch_size, precision=precision)
+    return _gradient("input_x_gradient")(model, record, batch_size=batch_size, precision=precision, contrast=contrast)
 
 
 def _gradient_method(name: str, function: Callable[..., Attribution], order: int, **texts: Any) -> Method:
