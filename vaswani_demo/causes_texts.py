@@ -30,6 +30,12 @@ PAGE: dict[str, dict[str, str]] = {
         "causes.method.attribution": "Gradient approximation (fast)",
         "causes.method.exhaustive": "Exact: one run per cell (slower)",
         "causes.button": "Find what causes the translation",
+        "causes.empty": (
+            "Type a first sentence (or translate one in the first tab) and a second one with one word changed, or "
+            "pick a course pair, then click “Find what causes the translation”."
+        ),
+        "lens.none": "Click “Find what causes the translation”: the lenses of the first sentence appear here.",
+        "why.none": "Translate a sentence: the candidates of each step are offered here.",
         "causes.summary.label": "What brings the first translation back",
         "causes.positions.label": "Patching: encoder layer × source position",
         "causes.decoder.label": "Patching: decoder layer × target position",
@@ -76,6 +82,12 @@ PAGE: dict[str, dict[str, str]] = {
         "causes.method.attribution": "Aproximación por gradientes (rápida)",
         "causes.method.exhaustive": "Exacto: una pasada por celda (más lento)",
         "causes.button": "Buscar qué causa la traducción",
+        "causes.empty": (
+            "Escribe una primera oración (o traduce una en la primera pestaña) y una segunda con una palabra "
+            "cambiada, o elige un par del curso, y haz clic en «Buscar qué causa la traducción»."
+        ),
+        "lens.none": "Haz clic en «Buscar qué causa la traducción»: aquí aparecen las lenses de la primera oración.",
+        "why.none": "Traduce una oración: aquí se ofrecen los candidatos de cada paso.",
         "causes.summary.label": "Qué devuelve la primera traducción",
         "causes.positions.label": "Patching: capa del encoder × posición de la fuente",
         "causes.decoder.label": "Patching: capa del decoder × posición de la traducción",
@@ -105,10 +117,6 @@ PAGE: dict[str, dict[str, str]] = {
 
 MESSAGES: dict[str, dict[str, str]] = {
     "en": {
-        "causes.empty": (
-            "Type a first sentence (or translate one in the first tab) and a second one with one word changed, or "
-            "pick a course pair, then click “Find what causes the translation”."
-        ),
         "causes.second": "Type the second sentence: the first one with one word changed, the same number of tokens.",
         "causes.length": (
             "The two sentences must have the same number of tokens, one for one: the first reads {clean_count} "
@@ -129,6 +137,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "causes.position": "{site}, layer {layer}, at “{word}”: {effect}",
         "causes.head": "{site}, layer {layer}, head {head}: {effect}",
         "causes.took": "Computed in {seconds} s.",
+        "causes.progress": "Patching, one run per cell",
         "causes.method.attribution": "gradient approximation",
         "causes.method.exhaustive": "exact patching",
         "causes.site.encoder": "encoder output",
@@ -145,30 +154,26 @@ MESSAGES: dict[str, dict[str, str]] = {
         "lens.title": "Logit lens: what each decoder layer would write next (its probability in the cell)",
         "lens.axis.position": "position in the translation (the word the model wrote)",
         "lens.axis.layer": "decoder layer",
-        "lens.appears": "“{word}” is the lens's first choice from decoder layer {layer} on (probability {probability}).",
-        "lens.never": "“{word}” is never the lens's first choice before the model's last layer.",
-        "lens.none": "Click “Find what causes the translation”: the lens of the first sentence appears here.",
+        "lens.from": (
+            "From which decoder layer on each word of the translation is the lens's first choice (–: only where the "
+            "model's search chose it): {words}."
+        ),
+        "lens.embeddings": "input (embeddings)",
         "lens.failed": "The lens could not be read ({error}).",
         "decoder_lens.layer": "encoder layer",
         "decoder_lens.translation": "translation the decoder writes from it",
-        "why.none": "Translate a sentence: the candidates of each step are offered here.",
         "why.pick": "Pick a candidate of step {step} to compare with {chosen}.",
         "why.end": "The model had already ended its translation at this step: choose an earlier step.",
         "why.foil": "{foil} is not a candidate of step {step}: pick one from the list.",
         "why.summary": (
             "Step {step}: the model wrote {chosen} rather than {foil} (log p(chosen) − log p(candidate) = "
-            "{difference}). The source words that push toward {chosen} most: {words}; toward {foil}: {against}."
+            "{difference}). The source words that weigh most in that difference: {words}."
         ),
-        "why.nothing": "none",
         "why.failed": "The contrast could not be computed ({error}).",
         "why.title": "Step {step}: which source words make {chosen} more likely than {foil}",
-        "why.axis": "log p(chosen) − log p(candidate), gradient × input",
+        "why.axis": "share of the difference",
     },
     "es": {
-        "causes.empty": (
-            "Escribe una primera oración (o traduce una en la primera pestaña) y una segunda con una palabra "
-            "cambiada, o elige un par del curso, y haz clic en «Buscar qué causa la traducción»."
-        ),
         "causes.second": (
             "Escribe la segunda oración: la primera con una palabra cambiada y el mismo número de tokens."
         ),
@@ -191,6 +196,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "causes.position": "{site}, capa {layer}, en «{word}»: {effect}",
         "causes.head": "{site}, capa {layer}, cabeza {head}: {effect}",
         "causes.took": "Calculado en {seconds} s.",
+        "causes.progress": "Trasplantando, una pasada por celda",
         "causes.method.attribution": "aproximación por gradientes",
         "causes.method.exhaustive": "patching exacto",
         "causes.site.encoder": "salida del encoder",
@@ -209,26 +215,27 @@ MESSAGES: dict[str, dict[str, str]] = {
         ),
         "lens.axis.position": "posición en la traducción (la palabra que escribió el modelo)",
         "lens.axis.layer": "capa del decoder",
-        "lens.appears": (
-            "“{word}” es la primera opción de la lens desde la capa {layer} del decoder (probabilidad {probability})."
+        "lens.from": (
+            "Desde qué capa del decoder es cada palabra de la traducción la primera opción de la lens (–: solo donde "
+            "la eligió la búsqueda del modelo): {words}."
         ),
-        "lens.never": "“{word}” no es la primera opción de la lens en ninguna capa antes de la última del modelo.",
-        "lens.none": "Haz clic en «Buscar qué causa la traducción»: aquí aparece la lens de la primera oración.",
+        "lens.embeddings": "entrada (embeddings)",
         "lens.failed": "No se pudo leer la lens ({error}).",
         "decoder_lens.layer": "capa del encoder",
         "decoder_lens.translation": "traducción que escribe el decoder desde ella",
-        "why.none": "Traduce una oración: aquí se ofrecen los candidatos de cada paso.",
         "why.pick": "Elige un candidato del paso {step} para compararlo con {chosen}.",
         "why.end": "En este paso el modelo ya había terminado la traducción: elige un paso anterior.",
         "why.foil": "{foil} no es un candidato del paso {step}: elige uno de la lista.",
         "why.summary": (
             "Paso {step}: el modelo escribió {chosen} y no {foil} (log p(elegida) − log p(candidata) = "
-            "{difference}). Las palabras de la fuente que más empujan hacia {chosen}: {words}; hacia {foil}: "
-            "{against}."
+            "{difference}). Las palabras de la fuente que más pesan en esa diferencia: {words}."
         ),
-        "why.nothing": "ninguna",
         "why.failed": "No se pudo calcular el contraste ({error}).",
         "why.title": "Paso {step}: qué palabras de la fuente hacen {chosen} más probable que {foil}",
-        "why.axis": "log p(elegida) − log p(candidata), gradiente × entrada",
+        "why.axis": "parte de la diferencia",
     },
 }
+
+#: The empty states are the page's texts, and also what the server answers for an empty request.
+for _language, _texts in MESSAGES.items():
+    _texts.update({key: PAGE[_language][key] for key in ("causes.empty", "lens.none", "why.none")})

@@ -24,6 +24,11 @@ FIGURE_NAMES = {
     "steps-tree": "beam-tree",
     "ablation-original-links": "alignment-every-head-on",
     "ablation-links": "alignment-heads-off",
+    "steps-why": "why-this-word",
+    "causes-positions": "patching-encoder-positions",
+    "causes-decoder": "patching-decoder-positions",
+    "causes-heads": "patching-heads",
+    "causes-lens": "logit-lens",
 }
 
 
