@@ -24,7 +24,7 @@ from .components import download_buttons, figure
 from .contrast import step_foils, why_not
 from .lenses import read_lenses
 from .steps_view import StepsLayout
-from .texts import message
+from .texts import message, page_text
 
 __all__ = [
     "CausesLayout",
@@ -129,7 +129,7 @@ def causes_section(
     lens_note = gr.Markdown(i18n("lens.none"), elem_id="causes-lens-note")
     lens = figure(i18n("causes.lens.label"), "causes-lens", show_label=False)
     downloads["causes-lens"] = download_buttons(i18n, "causes-lens")
-    decoder_lens = gr.Markdown("", label=i18n("causes.decoder_lens.label"), elem_id="causes-decoder-lens")
+    decoder_lens = gr.Markdown(i18n("causes.decoder_lens.label"), elem_id="causes-decoder-lens")
     return CausesLayout(
         clean=clean,
         corrupted=corrupted,
@@ -174,9 +174,10 @@ def causes_outputs(
 
 
 def lens_outputs(backend: Any, clean: Any, direction: Any, *, language: str = "en") -> tuple[Any, ...]:
-    """What the lens event shows: (logit lens grid, its sentence, the decoder lens table)."""
+    """What the lens event shows: (logit lens grid, its sentence, the decoder lens table under its title)."""
     answer = read_lenses(backend, clean, direction, language=language)
-    return answer.figure, answer.note, answer.table
+    table = f"**{page_text(language, 'causes.decoder_lens.label')}**\n\n{answer.table}"
+    return answer.figure, answer.note, table
 
 
 def foil_choices(trace: Any, step: Any) -> Any:
