@@ -12,6 +12,7 @@ answer is in the request's language; what cannot be computed is said where the r
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -158,6 +159,11 @@ def why_section(i18n: gr.I18n, downloads: dict[str, tuple[gr.Button, gr.Button]]
     return WhyLayout(foil=foil, button=button, summary=summary, figure=shown)
 
 
+def _markdown(text: str) -> str:
+    """`text` for a ``gr.Markdown``: special tokens (``</s>``, ``>>en<<``) shown, not read as HTML."""
+    return html.escape(text, quote=False)
+
+
 def causes_outputs(
     backend: Any,
     clean: Any,
@@ -170,14 +176,14 @@ def causes_outputs(
 ) -> tuple[Any, ...]:
     """What the patching event shows: (summary, encoder heatmap, decoder heatmap, heads heatmap)."""
     answer = find_causes(backend, clean, corrupted, direction, method, progress=progress, language=language)
-    return (answer.status, *(answer.figures.get(name) for name in ("positions", "decoder", "heads")))
+    return (_markdown(answer.status), *(answer.figures.get(name) for name in ("positions", "decoder", "heads")))
 
 
 def lens_outputs(backend: Any, clean: Any, direction: Any, *, language: str = "en") -> tuple[Any, ...]:
     """What the lens event shows: (logit lens grid, its sentence, the decoder lens table under its title)."""
     answer = read_lenses(backend, clean, direction, language=language)
-    table = f"**{page_text(language, 'causes.decoder_lens.label')}**\n\n{answer.table}"
-    return answer.figure, answer.note, table
+    table = f"**{page_text(language, 'causes.decoder_lens.label')}**\n\n{_markdown(answer.table)}"
+    return answer.figure, _markdown(answer.note), table
 
 
 def foil_choices(trace: Any, step: Any) -> Any:
@@ -189,7 +195,7 @@ def foil_choices(trace: Any, step: Any) -> Any:
 def why_outputs(backend: Any, record: Any, trace: Any, step: Any, foil: Any, *, language: str = "en") -> tuple:
     """What the contrast shows: (sentence, bar figure)."""
     answer = why_not(backend, record, trace, step, foil, language=language)
-    return answer.summary, answer.figure
+    return _markdown(answer.summary), answer.figure
 
 
 def wire_causes(
