@@ -75,6 +75,13 @@ def settled_layers(lens: Any) -> list[int | None]:
     return found
 
 
+def longest(lens: Any) -> int:
+    """The decoder lens's length limit for a sentence whose translation `lens` read: twice the translation's
+    pieces and a few more (an earlier layer's translation far longer than the model's is no reading of it, and
+    a layer that never ends its sentence would otherwise run to the model's limit)."""
+    return 2 * len(lens.target_ids) + 4
+
+
 def lens_note(lens: Any, language: str = DEFAULT_LANGUAGE) -> str:
     """The sentence under the grid: from which layer on each word of the translation is the lens's first choice."""
     words = []
@@ -139,7 +146,7 @@ def read_lenses(backend: Any, source: Any, direction: Any, *, language: str = DE
         with backend.runner.borrowed_copy(direction) as (served, model), served.encoding(direction):
             lens = logit_lens(model, served.tokenizer, source, direction=direction)
             read = time.perf_counter()
-            decoded = decoder_lens(model, served.tokenizer, source, direction=direction)
+            decoded = decoder_lens(model, served.tokenizer, source, direction=direction, max_new_tokens=longest(lens))
     except Refusal as refusal:
         return LensAnswer(refusal.told(language))
     except Exception as error:  # noqa: BLE001 - the user gets a sentence, the log gets the traceback

@@ -1,0 +1,65 @@
+"""The tab's lenses (`vaswani_demo.lenses`): the grid shows `logit_lens`' own first choices and probabilities,
+its sentence the layers `settled_layers` finds, the table `decoder_lens`' translations; in both languages, pieces
+as words; an empty sentence gets the sentence that says what to do.
+
+The model is a tiny random one (`DEMO_MODEL = "tiny"`): what is checked is that the page shows the toolkit's
+numbers, whatever they are."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("gradio")
+
+from vaswani_demo.lenses import (  # noqa: E402
+    layer_name,
+    lens_figure,
+    longest,
+    read_lenses,
+    settled_layers,
+    translations_table,
+)
+from vaswani_inspect.lens import decoder_lens, logit_lens  # noqa: E402
+
+SOURCE, DIRECTION = "El gato negro duerme.", "es-en"
+
+
+@pytest.mark.slow
+def test_the_grid_and_the_table_show_the_lenses(backend):
+    served = backend.runner.served(DIRECTION)
+    expected = logit_lens(served.model, served.tokenizer, SOURCE, direction=DIRECTION)
+    limit = longest(expected)
+    decoded = decoder_lens(served.model, served.tokenizer, SOURCE, direction=DIRECTION, max_new_tokens=limit)
+    answer = read_lenses(backend, SOURCE, DIRECTION, language="en")
+    np.testing.assert_allclose(answer.lens.top_probs, expected.top_probs, atol=1e-5)
+    assert answer.decoder.translations == decoded.translations
+    for language, embeddings in (("en", "input (embeddings)"), ("es", "entrada (embeddings)")):
+        ax = (answer.figure if language == "en" else lens_figure(answer.lens, language)).axes[0]
+        rows, columns = expected.top_probs.shape[:2]
+        np.testing.assert_allclose(ax.images[0].get_array(), expected.top_probs[:, :, 0], atol=1e-5)
+        words = [text.get_text() for text in ax.texts]
+        assert words == [
+            expected.top_tokens[row][column][0].replace("▁", "") or expected.top_tokens[row][column][0]
+            for row in range(rows)
+            for column in range(columns)
+        ]
+        assert [label.get_text() for label in ax.get_yticklabels()][0] == embeddings == layer_name(0, language)
+        table = answer.table if language == "en" else translations_table(answer.decoder, language)
+        for translation in decoded.translations:
+            assert translation.replace("|", "\\|") in table
+        assert table.count("\n") == len(decoded.translations) + 1  # the header, its rule, a row per layer
+    # The note names, for each word, the first row from which the lens writes it (or "–").
+    settled = settled_layers(expected)
+    chosen = expected.top_ids[:, :, 0] == np.asarray(expected.target_ids[1:])
+    for column, row in enumerate(settled):
+        if row is None:
+            assert not chosen[-1, column]
+        else:
+            assert chosen[row:, column].all() and (row == 0 or not chosen[row - 1, column])
+
+
+def test_an_empty_sentence_says_what_to_do(backend):
+    for language, says in (("en", "Click"), ("es", "Haz clic")):
+        answer = read_lenses(backend, "  ", DIRECTION, language=language)
+        assert answer.figure is None and answer.note.startswith(says)
