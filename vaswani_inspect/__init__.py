@@ -41,6 +41,7 @@ try:
     from .heads import head_statistics
     from .importance import head_importance
     from .patching import Contrast, PatchingResult, patch_activations
+    from .patching_plots import plot_patching
     from .plots import plot_alignment, plot_alignment_links, plot_heatmap, plot_layer_grid
     from .record import AttentionRecord
     from .report import write_report
@@ -72,6 +73,7 @@ __all__ = [
     "load_model_and_tokenizer",
     "model_view_html",
     "patch_activations",
+    "plot_patching",
     "plot_alignment",
     "plot_alignment_links",
     "plot_beam_tree",

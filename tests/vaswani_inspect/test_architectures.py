@@ -23,6 +23,7 @@ from vaswani_inspect.architectures import (
     attention_modules,
     head_counts,
     head_size,
+    layer_stacks,
     output_logits,
     projections,
 )
@@ -228,6 +229,30 @@ def test_a_model_whose_attention_is_elsewhere_is_refused_naming_what_is_missing(
         attention_modules(broken)
     with pytest.raises(UnsupportedModelError, match="not an encoder-decoder"):
         architecture_of(torch.nn.Linear(2, 2))
+
+
+@pytest.mark.parametrize("name", ARCHITECTURES)
+def test_the_layer_stacks_hold_the_attention_modules_and_feed_the_last_states(name, loaded):
+    model, _ = loaded[name]
+    stacks, modules = layer_stacks(model), attention_modules(model)
+    for side, kinds in (("encoder", ["encoder"]), ("decoder", ["decoder", "cross"])):
+        for kind in kinds:
+            assert len(stacks[side]) == len(modules[kind])
+            for layer, module in zip(stacks[side], modules[kind]):
+                assert any(inner is module for inner in layer.modules()), (name, kind)
+    seen = []
+    handle = stacks["encoder"][-1].register_forward_hook(lambda module, args, output: seen.append(output))
+    try:
+        ids = torch.tensor([[5, 6, 7, 2]])
+        with torch.no_grad():
+            last = model.get_encoder()(input_ids=ids).last_hidden_state
+    finally:
+        handle.remove()
+    output = seen[0][0] if isinstance(seen[0], tuple) else seen[0]
+    final_norm = getattr(model.get_encoder(), "layer_norm", None) or getattr(
+        model.get_encoder(), "final_layer_norm", None
+    )
+    torch.testing.assert_close(final_norm(output) if final_norm is not None else output, last)
 
 
 @pytest.mark.slow
