@@ -14,13 +14,16 @@ attention, norms, gradients or value zeroing side by side: `attribute` (an `Attr
 attention rows and the beam search tree: `trace_decoding` (a `DecodingTrace`), drawn by `plot_step` and
 `plot_beam_tree`. Where the information that decides the translation lives (which layer, source position or
 head restores it when patched from a clean source into a corrupted one): `patch_activations` (a `PatchingResult`;
-exhaustive or attribution patching, `Contrast` for "this word and not that one"), drawn by `plot_patching`.
+exhaustive or attribution patching, `Contrast` for "this word and not that one"), drawn by `plot_patching`. What
+each decoder layer would already write (`logit_lens`), and what the decoder writes from each encoder layer's output
+(`decoder_lens`): `vaswani_inspect.lens`, drawn by `vaswani_inspect.lens_plots`.
 
 Those are the names this package exports; the rest is in its modules, one concept each: `record`, `extract`,
 `words`, `alignment` (links, gold files, AER, search, configuration), `heads`, `views`, `plots`, `report`,
-`ablation`, `importance` (and its report), `steps` (the decoding trace), `step_plots` (its figures), `compare` (our
-heads against a pretrained BERT's), `patching` (and its figures, `patching_plots`), `training_curves`, `commands`
-(the command line) and `testing` (tiny stand-ins for tests).
+`ablation`, `importance` (and its report), `steps` (the decoding trace), `step_plots` (its figures), `lens` and
+`lens_plots` (the logit and decoder lenses, the lens figure), `compare` (our heads against a pretrained BERT's),
+`patching` (and its figures, `patching_plots`), `training_curves`, `commands` (the command line) and `testing`
+(tiny stand-ins for tests).
 
 Command line: the ``inspect``, ``align-eval``, ``compare-bert`` and ``head-importance`` subcommands of ``hf-vaswani``
 (`vaswani_inspect.commands`), also run as ``python -m vaswani_inspect``::
@@ -40,6 +43,7 @@ try:
     from .extract import extract, load_model_and_tokenizer
     from .heads import head_statistics
     from .importance import head_importance
+    from .lens import decoder_lens, logit_lens
     from .patching import Contrast, PatchingResult, patch_activations
     from .patching_plots import plot_patching
     from .plots import plot_alignment, plot_alignment_links, plot_heatmap, plot_layer_grid
@@ -66,11 +70,13 @@ __all__ = [
     "alignment_matrix",
     "alignment_settings",
     "attribute",
+    "decoder_lens",
     "extract",
     "head_importance",
     "head_statistics",
     "head_view_html",
     "load_model_and_tokenizer",
+    "logit_lens",
     "model_view_html",
     "patch_activations",
     "plot_patching",

@@ -47,7 +47,15 @@ from .extract import (
 )
 from .pieces import piece_labels
 
-__all__ = ["DecoderLens", "LogitLens", "decoder_lens", "layer_states", "logit_lens"]
+__all__ = [
+    "DecoderLens",
+    "LogitLens",
+    "decoder_lens",
+    "decoder_lens_from_ids",
+    "layer_states",
+    "logit_lens",
+    "logit_lens_from_ids",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -179,6 +187,11 @@ def _normed(model: Any, side: str, states: torch.Tensor) -> torch.Tensor:
     return states if norm is None else norm(states)
 
 
+def _check_k(k: Any) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}.")
+
+
 def logit_lens(
     model: Any,
     tokenizer: Any,
@@ -205,22 +218,47 @@ def logit_lens(
             refuses, a direction the model does not translate.
         UnsupportedModelError: a model whose layers this toolkit cannot find.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}.")
+    _check_k(k)
     how = _direction(model, tokenizer, direction)
     limit = position_limit(model.config)
     source_ids = _source_ids(model, tokenizer, [source], how, limit, False)[0]
+    if target is not None:
+        target_ids = _target_ids(model, tokenizer, [target], how, limit, False)[0]
+    else:
+        with _eval_mode(model), torch.inference_mode():
+            settings = _generate_settings(model, None, [source_ids], limit, how)
+            target_ids = _generate(model, tokenizer, [source_ids], settings)[0]
+    return logit_lens_from_ids(
+        model,
+        tokenizer,
+        source_ids,
+        target_ids,
+        k=k,
+        target_text=target if target is not None else _decode_output(tokenizer, target_ids),
+        direction=direction,
+    )
+
+
+def logit_lens_from_ids(
+    model: Any,
+    tokenizer: Any,
+    source_ids: Sequence[int],
+    target_ids: Sequence[int],
+    *,
+    k: int = 5,
+    target_text: str = "",
+    direction: str | None = None,
+) -> LogitLens:
+    """`logit_lens` of given ids: `source_ids` as the encoder reads them and `target_ids` the decoder inputs
+    (start token, translation, ``</s>``), e.g. an `AttentionRecord`'s; `target_text` and `direction` are only
+    recorded."""
+    _check_k(k)
+    source_ids, target_ids = list(source_ids), list(target_ids)
+    if not source_ids or len(target_ids) < 2:
+        raise ValueError("The logit lens needs a source and a translation of at least one piece after the start.")
     device = _device(model)
+    layers = stack_layers(model, "decoder")
     with _eval_mode(model), torch.inference_mode():
-        if target is None:
-            target_ids = _generate(
-                model, tokenizer, [source_ids], _generate_settings(model, None, [source_ids], limit, how)
-            )[0]
-        else:
-            target_ids = _target_ids(model, tokenizer, [target], how, limit, False)[0]
-        if len(target_ids) < 2:
-            raise ValueError("The translation has no piece after the decoder start token: nothing to read.")
-        layers = stack_layers(model, "decoder")
         with layer_states(layers) as states:
             model(
                 input_ids=torch.tensor([source_ids], device=device),
@@ -244,11 +282,11 @@ def logit_lens(
         top_probs=top_log_p.exp().cpu().numpy().astype(np.float64),
         target_probs=target_log_p.exp().cpu().numpy().astype(np.float64),
         kl_to_final=kl.cpu().numpy().astype(np.float64),
-        target_ids=list(target_ids),
+        target_ids=target_ids,
         target_tokens=piece_labels(tokenizer, target_ids),
-        source_ids=list(source_ids),
+        source_ids=source_ids,
         source_tokens=piece_labels(tokenizer, source_ids),
-        target_text=target if target is not None else _decode_output(tokenizer, target_ids),
+        target_text=target_text,
         direction=direction,
     )
 
@@ -280,10 +318,25 @@ def decoder_lens(
         ValueError: a source `extract` refuses, a direction the model does not translate.
         UnsupportedModelError: a model whose layers this toolkit cannot find.
     """
-    from transformers.modeling_outputs import BaseModelOutput
-
     how = _direction(model, tokenizer, direction)
     source_ids = _source_ids(model, tokenizer, [source], how, position_limit(model.config), False)[0]
+    return decoder_lens_from_ids(model, tokenizer, source_ids, direction=direction, max_new_tokens=max_new_tokens)
+
+
+def decoder_lens_from_ids(
+    model: Any,
+    tokenizer: Any,
+    source_ids: Sequence[int],
+    *,
+    direction: str | None = None,
+    max_new_tokens: int | None = None,
+) -> DecoderLens:
+    """`decoder_lens` of given source ids (as the encoder reads them, e.g. an `AttentionRecord`'s); `direction`
+    gives the generation settings it forces (a first target-language token)."""
+    from transformers.modeling_outputs import BaseModelOutput
+
+    source_ids = list(source_ids)
+    how = _direction(model, tokenizer, direction)
     settings = _greedy_settings(model, source_ids, how, max_new_tokens)
     device = _device(model)
     layers = stack_layers(model, "encoder")
@@ -299,6 +352,6 @@ def decoder_lens(
         layers=_layer_names(len(layers)),
         translations=[_decode_output(tokenizer, output) for output in outputs],
         token_ids=outputs,
-        source_ids=list(source_ids),
+        source_ids=source_ids,
         direction=direction,
     )

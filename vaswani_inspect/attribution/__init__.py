@@ -28,6 +28,10 @@ registry (`registry.Method`, registered by its module in `methods`; docs/extendi
   distance, carried through the encoder, the decoder's self-attention and the cross-attention; gives a source
   share. Rollout's share, by contrast, is the constant 1 - 0.5 ** (decoder layers) of its residual convention.
 
+"Why this word and not that one": ``attribute(..., method=<a gradient method>, contrast=FOIL)`` explains
+log p(target piece) - log p(foil piece) where a foil translation of as many pieces differs from the target
+(`CONTRAST_METHODS`; `attribute`'s docstring gives the design).
+
 `attribute` checks its arguments before any work (`checks`): a direction the model does not translate, an
 `n_steps` or `batch_size` that is not a positive integer, integrated gradients larger than `MAX_STEP_POSITIONS`, a
 record whose ids are not its tokens: each a ValueError that says which.
@@ -48,7 +52,7 @@ the source words a method ranks first match where the cross-attention heads the 
 
 from . import api
 from .ablation_agreement import AblationAgreement, AblationView, ablation_agreement, ablation_view
-from .api import attribute, attribute_methods, check_method, method_options
+from .api import attribute, attribute_methods, check_method, foil_ids, method_options
 from .gradients import DEFAULT_STEPS, embedding_attributions
 from .pooling import pool_rows, pool_to_words, source_shares
 from .registry import Method, register
@@ -56,7 +60,7 @@ from .result import Attribution, attribution_links
 
 #: `METHODS` and the lists derived from it (`vaswani_inspect.attribution.api`), read from the registry on each
 #: access so that a method registered later is in them.
-_LISTS = ("GRADIENT_METHODS", "METHODS", "MODEL_METHODS", "SHARE_METHODS")
+_LISTS = ("CONTRAST_METHODS", "GRADIENT_METHODS", "METHODS", "MODEL_METHODS", "SHARE_METHODS")
 
 
 def __getattr__(name: str) -> tuple[str, ...]:
@@ -66,6 +70,7 @@ def __getattr__(name: str) -> tuple[str, ...]:
 
 
 __all__ = [
+    "CONTRAST_METHODS",
     "DEFAULT_STEPS",
     "GRADIENT_METHODS",
     "METHODS",
@@ -82,6 +87,7 @@ __all__ = [
     "attribution_links",
     "check_method",
     "embedding_attributions",
+    "foil_ids",
     "method_options",
     "pool_rows",
     "pool_to_words",

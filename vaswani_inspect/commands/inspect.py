@@ -77,7 +77,14 @@ def _add_inspect(subparsers: Any) -> argparse.ArgumentParser:
         "--steps-language",
         choices=("en", "es"),
         default="en",
-        help="language of the --steps figures' labels (default: en)",
+        help="language of the --steps and --lens figures' labels (default: en)",
+    )
+    inspect.add_argument(
+        "--lens",
+        action="store_true",
+        help="also write the logit lens (what each decoder layer would write at each position) as lens.json, "
+        "lens.csv and a figure lens.png / lens.svg, with the decoder lens (the greedy translation from each "
+        "encoder layer's output) in lens.json",
     )
     inspect.add_argument(
         "--truncate",
@@ -148,6 +155,8 @@ def run_inspect(args: argparse.Namespace) -> int:
             written = _write_inspect_report(args, record, folder / sub)
             if traces is not None:
                 written.update(_write_steps(traces[i], folder / sub, args.steps_language))
+            if args.lens:
+                written.update(_write_lens(model, tokenizer, record, folder / sub, args))
             pharaoh = written["pharaoh"].read_text(encoding="utf-8").strip() or "(none)"
             summaries.append((record, pharaoh, Path(args.out) / sub / "index.html", len(written)))
     for record, pharaoh, index, files in summaries:
@@ -181,6 +190,56 @@ def _write_steps(trace: Any, folder: Path, language: str) -> dict[str, Path]:
     from ..step_plots import write_steps
 
     return write_steps(trace, folder, language=language)
+
+
+def _write_lens(model: Any, tokenizer: Any, record: Any, folder: Path, args: argparse.Namespace) -> dict[str, Path]:
+    """The logit lens of the record's translation (its own ids: the report's translation, teacher-forced) and the
+    decoder lens of its source (greedy, at most ``--max-new-tokens``): lens.json (both), lens.csv (one row per layer
+    and position), lens.png and lens.svg (labels in ``--steps-language``)."""
+    import csv
+    import json
+
+    from ..lens import decoder_lens_from_ids, logit_lens_from_ids
+    from ..lens_plots import plot_logit_lens
+
+    lens = logit_lens_from_ids(
+        model,
+        tokenizer,
+        record.source_ids,
+        record.target_ids,
+        target_text=record.target_text,
+        direction=record.direction,
+    )
+    decoded = decoder_lens_from_ids(
+        model, tokenizer, record.source_ids, direction=record.direction, max_new_tokens=args.max_new_tokens
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {name: folder / f"lens.{name}" for name in ("json", "csv", "png", "svg")}
+    content = {"logit_lens": lens.to_dict(), "decoder_lens": decoded.to_dict()}
+    paths["json"].write_text(json.dumps(content, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    with paths["csv"].open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        k = lens.top_ids.shape[-1]
+        tops = [f"top{n}" for n in range(1, k + 1)]
+        writer.writerow(["layer", "position", "reads", "next", *tops, *(f"{top}_p" for top in tops), "next_p", "kl"])
+        for layer, name in enumerate(lens.layers):
+            for position in range(lens.positions):
+                writer.writerow(
+                    [
+                        name,
+                        position,
+                        lens.target_tokens[position],
+                        lens.target_tokens[position + 1],
+                        *lens.top_tokens[layer][position],
+                        *(f"{p:.6f}" for p in lens.top_probs[layer, position]),
+                        f"{lens.target_probs[layer, position]:.6f}",
+                        f"{lens.kl_to_final[layer, position]:.6f}",
+                    ]
+                )
+    figure = plot_logit_lens(lens, language=args.steps_language)
+    for kind in ("png", "svg"):
+        figure.savefig(paths[kind], dpi=120)
+    return {f"lens_{kind}": path for kind, path in paths.items()}
 
 
 def _check_inspect_arguments(args: argparse.Namespace) -> None:

@@ -10,6 +10,8 @@ import torch
 from vaswani_inspect import extract
 from vaswani_inspect.alignment import alignment_matrix, source_words, target_words
 from vaswani_inspect.attribution import (
+    CONTRAST_METHODS,
+    GRADIENT_METHODS,
     METHODS,
     SHARE_METHODS,
     Attribution,
@@ -17,6 +19,7 @@ from vaswani_inspect.attribution import (
     attribute_methods,
     attribution_links,
     embedding_attributions,
+    foil_ids,
     method_options,
 )
 from vaswani_inspect.attribution.attention import value_norms
@@ -240,6 +243,46 @@ def test_bad_calls_are_refused(model, tokenizer, record):
         attribute(model, tokenizer, record, method="saliency", n_steps=3)
     with pytest.raises(ValueError, match="pass no target"):
         attribute(model, tokenizer, record, "the cat")
-    assert method_options("integrated_gradients") == {"n_steps": 50, "batch_size": 512, "precision": "float32"}
+    assert method_options("integrated_gradients") == {
+        "n_steps": 50,
+        "batch_size": 512,
+        "precision": "float32",
+        "contrast": None,
+    }
     with pytest.raises(ValueError, match="precision must be one of float32, bfloat16"):
         attribute(model, tokenizer, record, method="saliency", precision="float16")
+
+
+FOIL = "the black mouse"  # "▁mouse" for "▁cat" of the record's "the black cat": as many pieces, one different
+
+
+@pytest.mark.slow
+def test_a_contrast_is_the_targets_attribution_minus_the_foils(model, tokenizer, record):
+    """Input x gradient is linear in the function explained: the attribution of log p(target) - log p(foil) is
+    the target's minus the foil piece's (read after the target's prefix), row by row, and zero where the two
+    pieces agree."""
+    method = "input_x_gradient"
+    foil = foil_ids(model, tokenizer, record, FOIL)
+    pieces = foil[1:]
+    contrasted = embedding_attributions(model, record, method, contrast=pieces)
+    target = embedding_attributions(model, record, method)
+    of_foil = embedding_attributions(model, record, method, labels=pieces)
+    np.testing.assert_allclose(contrasted.source, target.source - of_foil.source, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(contrasted.prefix, target.prefix - of_foil.prefix, rtol=1e-5, atol=1e-7)
+    differ = np.asarray(record.target_ids[1:]) != np.asarray(pieces)
+    assert differ.sum() == 1 and np.abs(contrasted.source[differ]).max() > 0
+    assert not contrasted.source[~differ].any()
+    explained = attribute(model, tokenizer, record, method=method, contrast=FOIL)
+    np.testing.assert_allclose(explained.token_scores, np.linalg.norm(contrasted.source, axis=-1), rtol=1e-5)
+    assert explained.details["contrast_rows"] == np.flatnonzero(differ).tolist()
+
+
+def test_a_contrast_is_refused_when_it_cannot_be_computed(model, tokenizer, record):
+    with pytest.raises(ValueError, match="nothing to contrast"):
+        attribute(model, tokenizer, record, method="saliency", contrast=record.target_text)
+    with pytest.raises(ValueError, match="as many pieces as the target"):
+        attribute(model, tokenizer, record, method="saliency", contrast="the cat")
+    for method in sorted(set(METHODS) - set(CONTRAST_METHODS)):
+        with pytest.raises(ValueError, match="Methods that take contrast=: " + ", ".join(CONTRAST_METHODS)):
+            attribute(model, tokenizer, record, method=method, contrast="the black mouse")
+    assert set(CONTRAST_METHODS) == set(GRADIENT_METHODS)

@@ -19,6 +19,7 @@ from vaswani_inspect import (
 )
 from vaswani_inspect.alignment import write_alignment_config
 from vaswani_inspect.commands import add_parser
+from vaswani_inspect.lens import decoder_lens, logit_lens
 
 
 @pytest.fixture(scope="module")
@@ -156,6 +157,22 @@ def test_write_alignment_config_refuses_what_the_model_cannot_hold(checkpoint, t
     arguments = ["align-eval", *_align_eval_files(tmp_path), "--model", str(checkpoint)]
     assert main([*arguments, "--write-config", str(missing)]) == 2
     assert "no model config" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_cli_inspect_lens_writes_the_lenses(checkpoint, model, tokenizer, tmp_path, capsys):
+    out = tmp_path / "report"
+    arguments = ["inspect", "el gato negro", "--target", "the black cat", "--direction", "es-en", "--out", str(out)]
+    assert main([*arguments, "--model", str(checkpoint), "--max-new-tokens", "4", "--lens"]) == 0
+    written = json.loads((out / "lens.json").read_text(encoding="utf-8"))
+    expected = logit_lens(model, tokenizer, "el gato negro", direction="es-en", target="the black cat")
+    assert written["logit_lens"]["top_tokens"] == expected.top_tokens
+    assert written["logit_lens"]["target_ids"] == AttentionRecord.load(out / "record.json").target_ids
+    lines = (out / "lens.csv").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 1 + len(expected.layers) * expected.positions
+    decoded = decoder_lens(model, tokenizer, "el gato negro", direction="es-en", max_new_tokens=4)
+    assert written["decoder_lens"]["translations"] == decoded.translations
+    assert (out / "lens.png").stat().st_size > 0 and (out / "lens.svg").read_text().startswith("<?xml")
 
 
 @pytest.mark.slow
