@@ -1,6 +1,6 @@
 """What the "What causes it?" tab computes and draws, without Gradio: activation patching of one sentence into
 another (`vaswani_inspect.patch_activations`), said in words (the cells that bring the first translation back most)
-and drawn as heatmaps.
+and drawn as the toolkit's heatmaps (`vaswani_inspect.patching_plots`).
 
 `find_causes` checks the two sentences (the text rules of a translation, `vaswani_demo.checks.text_notes`, then the
 same number of tokens and not the same tokens: a refusal names both token lists, pieces shown as words) and patches
@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from vaswani_inspect.patching import patch_activations
-from vaswani_inspect.plots import new_figure
+from vaswani_inspect.patching import SITES, patch_activations
+from vaswani_inspect.patching_plots import plot_patching
 
 from .checks import text_notes
 from .texts import DEFAULT_LANGUAGE, Refusal, decimal, message
@@ -32,9 +32,8 @@ __all__ = [
     "PATCHING_METHODS",
     "CausesAnswer",
     "find_causes",
-    "heads_figure",
     "pieces_as_words",
-    "position_figure",
+    "site_figure",
     "top_cells",
     "word_of",
 ]
@@ -56,17 +55,15 @@ HEAD_SITES = ("encoder_heads", "decoder_heads", "cross_heads")
 TOP = 3
 #: Below this gap between the two sentences' log-probabilities, patching has nothing to bring back.
 _NO_GAP = 1e-3
-#: Cells drawn with their value written in them when their effect is at least this (in absolute value).
-_WRITTEN = 0.1
 _METASPACE = "▁"
 
 
 @dataclass
 class CausesAnswer:
     """What the tab shows after a click: `status` (Markdown: the summary, or why nothing was computed), the
-    `result` (a `vaswani_inspect.patching.PatchingResult`, None when refused or failed), the figures by name
-    ("positions": encoder layer x source position, "decoder": decoder layer x target position, "heads"), and
-    how long it took."""
+    `result` (a `vaswani_inspect.patching.PatchingResult`, None when refused or failed), the figures by site
+    (`SITES`: "encoder" layer x source position, "decoder" layer x target position, the head sites layer x head),
+    and how long it took."""
 
     status: str
     result: Any = None
@@ -162,11 +159,7 @@ def find_causes(
         logger.exception("The demo could not patch %r into %r", clean, corrupted)
         return CausesAnswer(message(language, "causes.failed", error=type(error).__name__))
     seconds = time.perf_counter() - started
-    figures = {
-        "positions": position_figure(result, "encoder", language),
-        "decoder": position_figure(result, "decoder", language),
-        "heads": heads_figure(result, language),
-    }
+    figures = {site: site_figure(result, site, language) for site in SITES}
     return CausesAnswer(causes_summary(result, language, seconds), result, figures, seconds)
 
 
@@ -217,62 +210,15 @@ def causes_summary(result: Any, language: str = DEFAULT_LANGUAGE, seconds: float
     return "\n".join(lines)
 
 
-def _heatmap(ax: Any, values: np.ndarray, columns: list[str], language: str, *, slanted: bool = True) -> Any:
-    """`values` (layers x columns) on `ax` in a diverging map around 0 (blue: the cell pushes away from the first
-    translation, red: toward it), the larger cells' values written in them."""
-    limit = max(1.0, float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0)
-    image = ax.imshow(values, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto", interpolation="nearest")
-    if slanted:  # words: slanted so that long ones do not overlap
-        ax.set_xticks(range(len(columns)), columns, rotation=60, ha="right", rotation_mode="anchor", fontsize=9)
-    else:
-        ax.set_xticks(range(len(columns)), columns, fontsize=9)
-    ax.set_yticks(range(values.shape[0]), [str(layer) for layer in range(values.shape[0])], fontsize=9)
-    for (row, column), value in np.ndenumerate(values):
-        if np.isfinite(value) and abs(value) >= _WRITTEN:
-            colour = "white" if abs(value) > 0.6 * limit else "black"
-            ax.text(column, row, decimal(language, value, 1), ha="center", va="center", fontsize=8, color=colour)
-    return image
-
-
-def position_figure(result: Any, site: str, language: str = DEFAULT_LANGUAGE) -> Any:
-    """The effects of a position site ("encoder" or "decoder") as a layer x position heatmap, the positions named
-    by their words (`_column_word`), titled in `language`; None when `result` has no such site."""
+def site_figure(result: Any, site: str, language: str = DEFAULT_LANGUAGE) -> Any:
+    """The effects of `site` as the toolkit draws them (`vaswani_inspect.patching_plots.plot_patching`: layer x
+    position or layer x head, positions named by their words), titled in the tab's words in `language`; None when
+    `result` has no such site."""
     if site not in result.effects:
         return None
-    values = np.asarray(result.effects[site], dtype=np.float64)
-    columns = [_column_word(result, site, column) for column in range(values.shape[1])]
-    figure = new_figure(max(5.0, 0.5 * len(columns) + 1.5), 1.2 + 0.45 * values.shape[0] + 0.9)
-    ax = figure.add_subplot()
-    image = _heatmap(ax, values, columns, language)
-    figure.colorbar(image, ax=ax, shrink=0.9, pad=0.01)
+    figure = plot_patching(result, site, language=language)
+    method = message(language, f"causes.method.{result.method}")
     site_name = message(language, f"causes.site.{site}")
-    method = message(language, f"causes.method.{result.method}")
-    title = message(language, "causes.figure.positions", site=site_name, target=result.target_text, method=method)
-    ax.set_title(title, fontsize=10, wrap=True)
-    axis = "causes.axis.source" if site == "encoder" else "causes.axis.target"
-    ax.set_xlabel(message(language, axis), fontsize=9)
-    ax.set_ylabel(message(language, "causes.axis.layer"), fontsize=9)
-    return figure
-
-
-def heads_figure(result: Any, language: str = DEFAULT_LANGUAGE) -> Any:
-    """The effects of the head sites, a layer x head heatmap each side by side, titled in `language`; None when
-    `result` has none of them."""
-    sites = [site for site in HEAD_SITES if site in result.effects]
-    if not sites:
-        return None
-    figure = new_figure(2.6 * len(sites) + 0.8, 3.4)
-    axes = figure.subplots(1, len(sites), squeeze=False)[0]
-    image = None
-    for ax, site in zip(axes, sites):
-        values = np.asarray(result.effects[site], dtype=np.float64)
-        image = _heatmap(ax, values, [str(head) for head in range(values.shape[1])], language, slanted=False)
-        ax.set_title(message(language, f"causes.site.{site}"), fontsize=9)
-        ax.set_xlabel(message(language, "causes.axis.head"), fontsize=9)
-    axes[0].set_ylabel(message(language, "causes.axis.layer"), fontsize=9)
-    figure.colorbar(image, ax=list(axes), shrink=0.9, pad=0.01)
-    method = message(language, f"causes.method.{result.method}")
-    figure.suptitle(
-        message(language, "causes.figure.heads", target=result.target_text, method=method), fontsize=10, wrap=True
-    )
+    title = message(language, "causes.figure", site=site_name, target=result.target_text, method=method)
+    figure.axes[0].set_title(title, fontsize=9, wrap=True)
     return figure

@@ -37,9 +37,11 @@ PAGE: dict[str, dict[str, str]] = {
         "lens.none": "Click “Find what causes the translation”: the lenses of the first sentence appear here.",
         "why.none": "Translate a sentence: the candidates of each step are offered here.",
         "causes.summary.label": "What brings the first translation back",
-        "causes.positions.label": "Patching: encoder layer × source position",
+        "causes.encoder.label": "Patching: encoder layer × source position",
         "causes.decoder.label": "Patching: decoder layer × target position",
-        "causes.heads.label": "Patching: layer × head",
+        "causes.encoder_heads.label": "Patching: encoder self-attention heads",
+        "causes.decoder_heads.label": "Patching: decoder self-attention heads",
+        "causes.cross_heads.label": "Patching: cross-attention heads",
         "causes.lens.intro": (
             "## What each layer would write: the logit lens and the decoder lens\n"
             "The logit lens reads every decoder layer's output through the model's own final norm and output layer: "
@@ -89,9 +91,11 @@ PAGE: dict[str, dict[str, str]] = {
         "lens.none": "Haz clic en «Buscar qué causa la traducción»: aquí aparecen las lenses de la primera oración.",
         "why.none": "Traduce una oración: aquí se ofrecen los candidatos de cada paso.",
         "causes.summary.label": "Qué devuelve la primera traducción",
-        "causes.positions.label": "Patching: capa del encoder × posición de la fuente",
+        "causes.encoder.label": "Patching: capa del encoder × posición de la fuente",
         "causes.decoder.label": "Patching: capa del decoder × posición de la traducción",
-        "causes.heads.label": "Patching: capa × cabeza",
+        "causes.encoder_heads.label": "Patching: cabezas de self-attention del encoder",
+        "causes.decoder_heads.label": "Patching: cabezas de self-attention del decoder",
+        "causes.cross_heads.label": "Patching: cabezas de cross-attention",
         "causes.lens.intro": (
             "## Qué escribiría cada capa: la logit lens y la decoder lens\n"
             "La logit lens lee la salida de cada capa del decoder con la normalización final y la capa de salida "
@@ -145,18 +149,13 @@ MESSAGES: dict[str, dict[str, str]] = {
         "causes.site.encoder_heads": "encoder self-attention",
         "causes.site.decoder_heads": "decoder self-attention",
         "causes.site.cross_heads": "cross-attention",
-        "causes.figure.positions": "{site}: how much of “{target}” each cell brings back ({method})",
-        "causes.figure.heads": "Heads: how much of “{target}” each one brings back ({method})",
-        "causes.axis.layer": "layer",
-        "causes.axis.head": "head",
-        "causes.axis.source": "source position (second sentence's word in brackets)",
-        "causes.axis.target": "target position (the word written next)",
+        "causes.figure": "{site}: how much of “{target}” each cell brings back ({method})",
         "lens.title": "Logit lens: what each decoder layer would write next (its probability in the cell)",
         "lens.axis.position": "position in the translation (the word the model wrote)",
         "lens.axis.layer": "decoder layer",
         "lens.from": (
-            "From which decoder layer on each word of the translation is the lens's first choice (–: only where the "
-            "model's search chose it): {words}."
+            "From which decoder layer on (counted from 1, as in the grid) each word of the translation is the lens's "
+            "first choice (–: only where the model's search chose it): {words}."
         ),
         "lens.embeddings": "input (embeddings)",
         "lens.failed": "The lens could not be read ({error}).",
@@ -204,20 +203,15 @@ MESSAGES: dict[str, dict[str, str]] = {
         "causes.site.encoder_heads": "self-attention del encoder",
         "causes.site.decoder_heads": "self-attention del decoder",
         "causes.site.cross_heads": "cross-attention (atención cruzada)",
-        "causes.figure.positions": "{site}: cuánto de “{target}” devuelve cada celda ({method})",
-        "causes.figure.heads": "Cabezas: cuánto de “{target}” devuelve cada una ({method})",
-        "causes.axis.layer": "capa",
-        "causes.axis.head": "cabeza",
-        "causes.axis.source": "posición en la fuente (entre corchetes, la palabra de la segunda oración)",
-        "causes.axis.target": "posición en la traducción (la palabra que se escribe a continuación)",
+        "causes.figure": "{site}: cuánto de “{target}” devuelve cada celda ({method})",
         "lens.title": (
             "Logit lens: qué escribiría a continuación cada capa del decoder (en la celda, su probabilidad)"
         ),
         "lens.axis.position": "posición en la traducción (la palabra que escribió el modelo)",
         "lens.axis.layer": "capa del decoder",
         "lens.from": (
-            "Desde qué capa del decoder es cada palabra de la traducción la primera opción de la lens (–: solo donde "
-            "la eligió la búsqueda del modelo): {words}."
+            "Desde qué capa del decoder (contando desde 1, como en la cuadrícula) es cada palabra de la traducción la "
+            "primera opción de la lens (–: solo donde la eligió la búsqueda del modelo): {words}."
         ),
         "lens.embeddings": "entrada (embeddings)",
         "lens.failed": "No se pudo leer la lens ({error}).",

@@ -19,6 +19,8 @@ from typing import Any
 
 import gradio as gr
 
+from vaswani_inspect.patching import SITES
+
 from .answers import request_language
 from .causes import COURSE_PAIRS, PATCHING_METHODS, find_causes
 from .components import download_buttons, figure
@@ -32,6 +34,7 @@ __all__ = [
     "WhyLayout",
     "causes_outputs",
     "causes_section",
+    "figure_id",
     "foil_choices",
     "lens_outputs",
     "why_outputs",
@@ -40,8 +43,10 @@ __all__ = [
     "wire_why",
 ]
 
-#: The tab's figures (elem_ids), in the order the patching event returns them.
-PATCHING_FIGURES = ("causes-positions", "causes-decoder", "causes-heads")
+
+def figure_id(site: str) -> str:
+    """The elem_id of the heatmap of patching `site` ("causes-cross-heads")."""
+    return "causes-" + site.replace("_", "-")
 
 
 @dataclass
@@ -54,9 +59,8 @@ class CausesLayout:
     method: gr.Radio
     button: gr.Button
     summary: gr.Markdown
-    positions: gr.Plot
-    decoder: gr.Plot
-    heads: gr.Plot
+    #: the patching heatmaps, by site (`vaswani_inspect.patching.SITES`)
+    figures: dict[str, gr.Plot]
     lens: gr.Plot
     lens_note: gr.Markdown
     decoder_lens: gr.Markdown
@@ -117,15 +121,19 @@ def causes_section(
                 )
     summary = gr.Markdown(i18n("causes.empty"), elem_id="causes-summary")
     shown: dict[str, gr.Plot] = {}
-    labels = {"causes-positions": "causes.positions.label", "causes-decoder": "causes.decoder.label"}
-    labels["causes-heads"] = "causes.heads.label"
-    shown["causes-positions"] = figure(i18n(labels["causes-positions"]), "causes-positions", show_label=False)
-    downloads["causes-positions"] = download_buttons(i18n, "causes-positions")
+
+    def site_figure(site: str) -> None:
+        elem_id = figure_id(site)
+        shown[site] = figure(i18n(f"causes.{site}.label"), elem_id, show_label=False)
+        downloads[elem_id] = download_buttons(i18n, elem_id)
+
+    site_figure("encoder")
+    # The heads side by side (cross-attention first: where the decoder reads the source), then the decoder.
     with gr.Row(equal_height=False):
-        for elem_id in ("causes-heads", "causes-decoder"):
-            with gr.Column(scale=1):
-                shown[elem_id] = figure(i18n(labels[elem_id]), elem_id, show_label=False)
-                downloads[elem_id] = download_buttons(i18n, elem_id)
+        for site in ("cross_heads", "encoder_heads", "decoder_heads"):
+            with gr.Column(scale=1, min_width=300):
+                site_figure(site)
+    site_figure("decoder")
     gr.Markdown(i18n("causes.lens.intro"), elem_classes=["vaswani-hide-in-presentation"])
     lens_note = gr.Markdown(i18n("lens.none"), elem_id="causes-lens-note")
     lens = figure(i18n("causes.lens.label"), "causes-lens", show_label=False)
@@ -138,9 +146,7 @@ def causes_section(
         method=method,
         button=button,
         summary=summary,
-        positions=shown["causes-positions"],
-        decoder=shown["causes-decoder"],
-        heads=shown["causes-heads"],
+        figures={site: shown[site] for site in SITES},
         lens=lens,
         lens_note=lens_note,
         decoder_lens=decoder_lens,
@@ -174,9 +180,9 @@ def causes_outputs(
     progress: Callable[[int, int], None] | None = None,
     language: str = "en",
 ) -> tuple[Any, ...]:
-    """What the patching event shows: (summary, encoder heatmap, decoder heatmap, heads heatmap)."""
+    """What the patching event shows: (summary, then a heatmap per site in `SITES` order)."""
     answer = find_causes(backend, clean, corrupted, direction, method, progress=progress, language=language)
-    return (_markdown(answer.status), *(answer.figures.get(name) for name in ("positions", "decoder", "heads")))
+    return (_markdown(answer.status), *(answer.figures.get(site) for site in SITES))
 
 
 def lens_outputs(backend: Any, clean: Any, direction: Any, *, language: str = "en") -> tuple[Any, ...]:
@@ -235,7 +241,7 @@ def wire_causes(
     def lenses(clean: str, chosen_direction: str, request: gr.Request | None = None) -> tuple[Any, ...]:
         return lens_outputs(backend, clean, chosen_direction, language=request_language(request))
 
-    shown = [causes.summary, causes.positions, causes.decoder, causes.heads]
+    shown = [causes.summary, *(causes.figures[site] for site in SITES)]
     inputs = [causes.clean, causes.corrupted, direction, causes.method]
     patched = causes.button.click(patch, inputs=inputs, outputs=shown, show_progress="full", **model_events)
     lens_shown = [causes.lens, causes.lens_note, causes.decoder_lens]

@@ -25,9 +25,11 @@ FIGURE_NAMES = {
     "ablation-original-links": "alignment-every-head-on",
     "ablation-links": "alignment-heads-off",
     "steps-why": "why-this-word",
-    "causes-positions": "patching-encoder-positions",
+    "causes-encoder": "patching-encoder-positions",
     "causes-decoder": "patching-decoder-positions",
-    "causes-heads": "patching-heads",
+    "causes-encoder-heads": "patching-encoder-heads",
+    "causes-decoder-heads": "patching-decoder-heads",
+    "causes-cross-heads": "patching-cross-attention-heads",
     "causes-lens": "logit-lens",
 }
 

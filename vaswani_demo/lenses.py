@@ -1,10 +1,11 @@
 """What the "What causes it?" tab reads layer by layer, without Gradio: the logit lens (`vaswani_inspect.logit_lens`,
-the word each decoder layer would write at each position) as a layer x position grid of words, with the layer from
-which each word of the translation is the lens's first choice; and the decoder lens (`vaswani_inspect.decoder_lens`,
-the translation from each encoder layer) as a table.
+the word each decoder layer would write at each position) as the toolkit's layer x position grid of words
+(`vaswani_inspect.lens_plots.plot_logit_lens`), with the layer from which each word of the translation is the
+lens's first choice; and the decoder lens (`vaswani_inspect.decoder_lens`, the translation from each encoder layer)
+as a table.
 
-Rows are named as the tab's patching heatmaps name layers, from 0 (the output of the first layer), below them the
-embeddings; pieces are shown as words (no "▁"). Both run in the copy of the model that serves the direction
+Rows are named as the lens names them: the embeddings, then each layer's output counted from 1; pieces are shown
+as words (no "▁"). Both run in the copy of the model that serves the direction
 (`ModelRunner.borrowed_copy`), like the patching, so any architecture the toolkit looks inside works.
 """
 
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from vaswani_inspect.lens import decoder_lens, logit_lens
-from vaswani_inspect.plots import new_figure
+from vaswani_inspect.lens_plots import plot_logit_lens
 
 from .causes import word_of
 from .checks import text_notes
@@ -27,7 +28,6 @@ from .texts import DEFAULT_LANGUAGE, Refusal, decimal, message
 __all__ = [
     "LensAnswer",
     "layer_name",
-    "lens_figure",
     "lens_note",
     "read_lenses",
     "settled_layers",
@@ -53,8 +53,9 @@ class LensAnswer:
 
 
 def layer_name(index: int, language: str = DEFAULT_LANGUAGE) -> str:
-    """The name of row `index` of a lens (0: the embeddings, i: the output of layer i - 1, counted from 0)."""
-    return message(language, "lens.embeddings") if index == 0 else str(index - 1)
+    """The name of row `index` of a lens, as `vaswani_inspect.lens` names it (0: the embeddings, i: the output of
+    layer i, counted from 1)."""
+    return message(language, "lens.embeddings") if index == 0 else str(index)
 
 
 def settled_layers(lens: Any) -> list[int | None]:
@@ -92,36 +93,6 @@ def lens_note(lens: Any, language: str = DEFAULT_LANGUAGE) -> str:
     return message(language, "lens.from", words=", ".join(words))
 
 
-def lens_figure(lens: Any, language: str = DEFAULT_LANGUAGE) -> Any:
-    """The logit lens as a grid: a row per decoder layer (the embeddings at the bottom, the model's own output at
-    the top), a column per position named by the word the translation writes there; each cell the layer's first
-    choice as a word, shaded by its probability, framed where it is the translation's word."""
-    from matplotlib.patches import Rectangle
-
-    probabilities = np.asarray(lens.top_probs)[:, :, 0]
-    rows, columns = probabilities.shape
-    figure = new_figure(max(5.0, 0.95 * columns + 1.6), 1.3 + 0.55 * rows)
-    ax = figure.add_subplot()
-    image = ax.imshow(probabilities, cmap="Greens", vmin=0.0, vmax=1.0, aspect="auto", origin="lower")
-    expected = np.asarray(lens.target_ids[1:])
-    for row in range(rows):
-        for column in range(columns):
-            value = probabilities[row, column]
-            colour = "white" if value > 0.6 else "black"
-            word = word_of(lens.top_tokens[row][column][0])
-            ax.text(column, row, word, ha="center", va="center", fontsize=8, color=colour)
-            if int(lens.top_ids[row, column, 0]) == int(expected[column]):
-                ax.add_patch(Rectangle((column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="tab:orange", lw=1.5))
-    targets = [word_of(token) for token in lens.target_tokens[1:]]
-    ax.set_xticks(range(columns), targets, rotation=45, ha="right", rotation_mode="anchor", fontsize=9)
-    ax.set_yticks(range(rows), [layer_name(row, language) for row in range(rows)], fontsize=9)
-    figure.colorbar(image, ax=ax, shrink=0.9, pad=0.01)
-    ax.set_title(message(language, "lens.title"), fontsize=10, wrap=True)
-    ax.set_xlabel(message(language, "lens.axis.position"), fontsize=9)
-    ax.set_ylabel(message(language, "lens.axis.layer"), fontsize=9)
-    return figure
-
-
 def translations_table(decoded: Any, language: str = DEFAULT_LANGUAGE) -> str:
     """The decoder lens as a Markdown table: each encoder layer (the embeddings first) and the translation the
     decoder writes from it."""
@@ -156,5 +127,11 @@ def read_lenses(backend: Any, source: Any, direction: Any, *, language: str = DE
     timings = {"logit_lens": read - started, "decoder_lens": done - read}
     note = lens_note(lens, language) + " " + message(language, "causes.took", seconds=decimal(language, done - started))
     return LensAnswer(
-        note, lens_figure(lens, language), translations_table(decoded, language), lens, decoded, done - started, timings
+        note,
+        plot_logit_lens(lens, language=language),
+        translations_table(decoded, language),
+        lens,
+        decoded,
+        done - started,
+        timings,
     )

@@ -20,6 +20,7 @@ from vaswani_demo.causes import (  # noqa: E402
     top_cells,
     word_of,
 )
+from vaswani_demo.lenses import read_lenses  # noqa: E402
 from vaswani_demo.texts import decimal  # noqa: E402
 from vaswani_inspect.patching import SITES, patch_activations  # noqa: E402
 
@@ -52,14 +53,13 @@ def test_the_tab_shows_what_patch_activations_finds(backend, answers):
         for site, layer, column, effect in named:
             assert f" {layer}" in status and decimal(language, effect) in status, (site, layer, column)
         assert "▁" not in status
-        # The heatmaps draw those effects, their columns named by words.
-        encoder = answer.figures["positions"].axes[0]
-        np.testing.assert_allclose(encoder.images[0].get_array(), expected.effects["encoder"], atol=1e-4)
-        labels = [label.get_text() for label in encoder.get_xticklabels()]
-        assert labels[6] == "banco [sofá]" and not any("▁" in label for label in labels)
-        heads = answers[language].figures["heads"]
-        for ax, site in zip(heads.axes, HEAD_SITES):
+        # The heatmaps are the toolkit's figures of those effects, titled in the page's language.
+        for site in SITES:
+            ax = answer.figures[site].axes[0]
             np.testing.assert_allclose(ax.images[0].get_array(), expected.effects[site], atol=1e-4)
+            assert expected.target_text in ax.get_title()
+        labels = [label.get_text() for label in answer.figures["encoder"].axes[0].get_xticklabels()]
+        assert labels[6] == "banco→sofá" and not any("▁" in label for label in labels)
     assert "encoder output, layer" in answers["en"].status
     assert "salida del encoder, capa" in answers["es"].status
 
@@ -93,7 +93,8 @@ def test_pieces_are_shown_as_words():
 
 @pytest.mark.slow
 def test_another_architecture(tiny_architecture_folders):
-    """A Marian model (tiny, random) served by the demo: the tab patches it in its copy, like ours."""
+    """A Marian model (tiny, random) served by the demo: the tab patches it and reads its lenses in its copy, like
+    ours."""
     from vaswani_demo import DemoBackend
 
     backend = DemoBackend.load([f"es-en={tiny_architecture_folders['marian']}"], backend="torch")
@@ -110,5 +111,7 @@ def test_another_architecture(tiny_architecture_folders):
         for site in SITES:
             np.testing.assert_allclose(answer.result.effects[site], expected.effects[site], atol=1e-4, equal_nan=True)
         assert served.model is not backend.runner.copy_of(served)  # the hooks went on the copy
+        lenses = read_lenses(backend, clean, "es-en", language="es")
+        assert lenses.figure is not None and lenses.decoder.translations[-1] in lenses.table
     finally:
         backend.close()

@@ -14,13 +14,13 @@ pytest.importorskip("gradio")
 
 from vaswani_demo.lenses import (  # noqa: E402
     layer_name,
-    lens_figure,
     longest,
     read_lenses,
     settled_layers,
     translations_table,
 )
 from vaswani_inspect.lens import decoder_lens, logit_lens  # noqa: E402
+from vaswani_inspect.lens_plots import drawn_words  # noqa: E402
 
 SOURCE, DIRECTION = "El gato negro duerme.", "es-en"
 
@@ -34,18 +34,16 @@ def test_the_grid_and_the_table_show_the_lenses(backend):
     answer = read_lenses(backend, SOURCE, DIRECTION, language="en")
     np.testing.assert_allclose(answer.lens.top_probs, expected.top_probs, atol=1e-5)
     assert answer.decoder.translations == decoded.translations
+    # The grid is the toolkit's figure of that lens, its words without "▁".
+    words = drawn_words(answer.figure)
+    assert words.tolist() == [
+        [word.replace("▁", "") for word in [row[0] for row in layer]] for layer in expected.top_tokens
+    ]
+    np.testing.assert_allclose(answer.figure.axes[0].images[0].get_array(), expected.top_probs[:, :, 0], atol=1e-5)
     for language, embeddings in (("en", "input (embeddings)"), ("es", "entrada (embeddings)")):
-        ax = (answer.figure if language == "en" else lens_figure(answer.lens, language)).axes[0]
-        rows, columns = expected.top_probs.shape[:2]
-        np.testing.assert_allclose(ax.images[0].get_array(), expected.top_probs[:, :, 0], atol=1e-5)
-        words = [text.get_text() for text in ax.texts]
-        assert words == [
-            expected.top_tokens[row][column][0].replace("▁", "") or expected.top_tokens[row][column][0]
-            for row in range(rows)
-            for column in range(columns)
-        ]
-        assert [label.get_text() for label in ax.get_yticklabels()][0] == embeddings == layer_name(0, language)
+        assert layer_name(0, language) == embeddings and layer_name(2, language) == "2"
         table = answer.table if language == "en" else translations_table(answer.decoder, language)
+        assert embeddings in table
         for translation in decoded.translations:
             assert translation.replace("|", "\\|") in table
         assert table.count("\n") == len(decoded.translations) + 1  # the header, its rule, a row per layer
