@@ -25,7 +25,8 @@ from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from . import causes_texts as _causes_texts
+from .causes_texts import MESSAGES as _CAUSES_MESSAGES
+from .causes_texts import PAGE as _CAUSES_PAGE
 
 __all__ = [
     "CHOICES",
@@ -774,8 +775,8 @@ MESSAGES: dict[str, Mapping[str, str]] = {
 
 # The "What causes it?" tab's and the "why this word" texts live in their own table (`causes_texts`).
 for _language in LANGUAGES:
-    PAGE[_language].update(_causes_texts.PAGE[_language])
-    MESSAGES[_language].update(_causes_texts.MESSAGES[_language])
+    PAGE[_language].update(_CAUSES_PAGE[_language])
+    MESSAGES[_language].update(_CAUSES_MESSAGES[_language])
 
 MESSAGES = {
     language: ChainMap(texts, _method_texts(language, "about", "method.about.")) for language, texts in MESSAGES.items()
