@@ -134,11 +134,12 @@ def find_causes(
     method: Any = "attribution",
     *,
     progress: Callable[[int, int], None] | None = None,
+    drawn: tuple[str, ...] = SITES,
     language: str = DEFAULT_LANGUAGE,
 ) -> CausesAnswer:
     """Patch `clean` into `corrupted` (every site) by `method` ("attribution" or "exhaustive"), on the model that
-    serves `direction`, and say and draw what brings `clean`'s translation back, in `language`. `progress` is
-    `patch_activations`' (called as cells or passes are done).
+    serves `direction`, and say what brings `clean`'s translation back and draw the `drawn` sites' heatmaps
+    (`site_figure`), in `language`. `progress` is `patch_activations`' (called as cells or passes are done).
 
     Never raises for the user's input: a refused pair (`_checked_pair`), or what the toolkit refuses, gives an
     answer without a result whose status says why; anything else too, with a traceback in the log.
@@ -159,7 +160,7 @@ def find_causes(
         logger.exception("The demo could not patch %r into %r", clean, corrupted)
         return CausesAnswer(message(language, "causes.failed", error=type(error).__name__))
     seconds = time.perf_counter() - started
-    figures = {site: site_figure(result, site, language) for site in SITES}
+    figures = {site: site_figure(result, site, language) for site in drawn}
     return CausesAnswer(causes_summary(result, language, seconds), result, figures, seconds)
 
 

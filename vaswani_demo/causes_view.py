@@ -5,8 +5,9 @@ lenses) and `vaswani_demo.contrast` (the contrast of two candidates).
 
 The tab's first sentence is the session's last translation (filled in after each one, and editable), the second is
 typed or comes with a course pair (`causes.COURSE_PAIRS` of the directions served, which also sets the direction).
-One click patches (the gradient approximation by default; the exact method reports its progress) and then reads
-both lenses of the first sentence, so that the heatmaps are on the page before the lenses are computed. Every
+One click patches (the gradient approximation by default; the exact method reports its progress), shows the
+summary and the encoder's heatmap, then draws the other heatmaps from the result kept in the session while both
+lenses of the first sentence are read, so that each view is on the page as soon as it is ready. Every
 answer is in the request's language; what cannot be computed is said where the result would be.
 """
 
@@ -22,10 +23,11 @@ import gradio as gr
 from vaswani_inspect.patching import SITES
 
 from .answers import request_language
-from .causes import COURSE_PAIRS, PATCHING_METHODS, find_causes
+from .causes import COURSE_PAIRS, PATCHING_METHODS, find_causes, site_figure
 from .components import download_buttons, figure
 from .contrast import step_foils, why_not
 from .lenses import read_lenses
+from .settings import STATE_TTL_SECONDS
 from .steps_view import StepsLayout
 from .texts import message, page_text
 
@@ -37,11 +39,16 @@ __all__ = [
     "figure_id",
     "foil_choices",
     "lens_outputs",
+    "other_figures",
     "why_outputs",
     "why_section",
     "wire_causes",
     "wire_why",
 ]
+
+#: The site drawn with the summary, and the others, drawn right after it.
+FIRST_DRAWN = ("encoder",)
+OTHER_SITES = tuple(site for site in SITES if site not in FIRST_DRAWN)
 
 
 def figure_id(site: str) -> str:
@@ -61,6 +68,8 @@ class CausesLayout:
     summary: gr.Markdown
     #: the patching heatmaps, by site (`vaswani_inspect.patching.SITES`)
     figures: dict[str, gr.Plot]
+    #: the session's last `PatchingResult`, which the heatmaps after the first are drawn from
+    result_state: gr.State
     lens: gr.Plot
     lens_note: gr.Markdown
     decoder_lens: gr.Markdown
@@ -147,6 +156,7 @@ def causes_section(
         button=button,
         summary=summary,
         figures={site: shown[site] for site in SITES},
+        result_state=gr.State(None, time_to_live=STATE_TTL_SECONDS),
         lens=lens,
         lens_note=lens_note,
         decoder_lens=decoder_lens,
@@ -180,9 +190,17 @@ def causes_outputs(
     progress: Callable[[int, int], None] | None = None,
     language: str = "en",
 ) -> tuple[Any, ...]:
-    """What the patching event shows: (summary, then a heatmap per site in `SITES` order)."""
-    answer = find_causes(backend, clean, corrupted, direction, method, progress=progress, language=language)
-    return (_markdown(answer.status), *(answer.figures.get(site) for site in SITES))
+    """What the patching event shows: (summary, the encoder heatmap, the result). The other heatmaps follow
+    (`other_figures`), so that the first is on the page as soon as the patching is done."""
+    answer = find_causes(
+        backend, clean, corrupted, direction, method, progress=progress, drawn=FIRST_DRAWN, language=language
+    )
+    return _markdown(answer.status), answer.figures.get(FIRST_DRAWN[0]), answer.result
+
+
+def other_figures(result: Any, *, language: str = "en") -> tuple[Any, ...]:
+    """The heatmaps of `result`'s other sites (`OTHER_SITES` order; None without a result)."""
+    return tuple(None if result is None else site_figure(result, site, language) for site in OTHER_SITES)
 
 
 def lens_outputs(backend: Any, clean: Any, direction: Any, *, language: str = "en") -> tuple[Any, ...]:
@@ -241,9 +259,15 @@ def wire_causes(
     def lenses(clean: str, chosen_direction: str, request: gr.Request | None = None) -> tuple[Any, ...]:
         return lens_outputs(backend, clean, chosen_direction, language=request_language(request))
 
-    shown = [causes.summary, *(causes.figures[site] for site in SITES)]
+    def draw_others(result: Any, request: gr.Request | None = None) -> tuple[Any, ...]:
+        return other_figures(result, language=request_language(request))
+
+    shown = [causes.summary, causes.figures[FIRST_DRAWN[0]], causes.result_state]
     inputs = [causes.clean, causes.corrupted, direction, causes.method]
     patched = causes.button.click(patch, inputs=inputs, outputs=shown, show_progress="full", **model_events)
+    others = [causes.figures[site] for site in OTHER_SITES]
+    drawing: dict[str, Any] = dict(api_visibility="private", concurrency_id="causes-drawing", show_progress="minimal")
+    patched.then(draw_others, inputs=[causes.result_state], outputs=others, **drawing)
     lens_shown = [causes.lens, causes.lens_note, causes.decoder_lens]
     patched.then(lenses, inputs=[causes.clean, direction], outputs=lens_shown, show_progress="minimal", **model_events)
 

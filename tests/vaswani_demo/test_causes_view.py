@@ -17,7 +17,7 @@ pytest.importorskip("gradio")
 from tests.vaswani_demo.browser import ARTIFACTS, demo_page, show  # noqa: E402
 from tests.vaswani_demo.test_app import CHROMIUM  # noqa: E402
 from vaswani_demo.causes import COURSE_PAIRS  # noqa: E402
-from vaswani_demo.causes_view import causes_outputs, figure_id, foil_choices  # noqa: E402
+from vaswani_demo.causes_view import causes_outputs, figure_id, foil_choices, other_figures  # noqa: E402
 from vaswani_inspect.patching import SITES  # noqa: E402
 
 #: `backend` (tests/vaswani_demo/conftest.py): the shipped checkpoint.
@@ -27,9 +27,11 @@ BANCO, SOFA, DIRECTION = COURSE_PAIRS[0]
 
 
 def test_special_tokens_are_shown_as_text_and_a_refusal_draws_nothing(backend):
-    summary, *figures = causes_outputs(backend, BANCO, "Me senté en el banco del parque.", DIRECTION, language="es")
+    summary, first, result = causes_outputs(
+        backend, BANCO, "Me senté en el banco del parque.", DIRECTION, language="es"
+    )
     assert "&gt;&gt;en&lt;&lt;" in summary and "&lt;/s&gt;" in summary and "<" not in summary
-    assert figures == [None] * len(SITES)
+    assert first is None and result is None and other_figures(None) == (None,) * (len(SITES) - 1)
     assert foil_choices(None, 1)["choices"] == []
 
 
