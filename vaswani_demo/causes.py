@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ __all__ = [
     "HEAD_SITES",
     "PATCHING_METHODS",
     "CausesAnswer",
+    "continues_word",
     "find_causes",
     "pieces_as_words",
     "site_figure",
@@ -84,15 +86,24 @@ def pieces_as_words(labels: list[str]) -> str:
     """Piece labels as the words they spell, the pieces of one word joined by "·": ``>>en<< Me sent·é en el``."""
     words: list[str] = []
     for label in labels:
-        if words and not label.startswith(_METASPACE) and not _special(label) and not _special(words[-1]):
+        if words and continues_word(label, words[-1]):
             words[-1] += "·" + label
         else:
             words.append(word_of(label))
     return " ".join(words)
 
 
-def _special(label: str) -> bool:
-    return label.startswith("<") and label.endswith(">") or label.startswith(">>") and label.endswith("<<")
+def continues_word(label: str, previous: str) -> bool:
+    """Whether the piece `label` continues the word of the piece (or word) `previous`: it does not start a word
+    ("▁"), and neither it nor `previous` is a special token or punctuation (shown as words of their own)."""
+    return not label.startswith(_METASPACE) and not any(_apart(piece) for piece in (label, previous))
+
+
+def _apart(label: str) -> bool:
+    """A special token (``</s>``, ``>>en<<``) or a punctuation piece: a word of its own when shown."""
+    special = label.startswith("<") and label.endswith(">") or label.startswith(">>") and label.endswith("<<")
+    text = word_of(label)
+    return special or all(unicodedata.category(character).startswith("P") for character in text)
 
 
 def _checked_pair(backend: Any, clean: Any, corrupted: Any, direction: Any) -> None:

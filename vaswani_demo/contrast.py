@@ -23,7 +23,7 @@ from vaswani_inspect.attribution.registry import method_entry
 from vaswani_inspect.extract import extract
 from vaswani_inspect.plots import new_figure
 
-from .causes import word_of
+from .causes import continues_word, word_of
 from .texts import DEFAULT_LANGUAGE, Named, decimal, message
 
 __all__ = ["CONTRAST_METHOD", "WhyAnswer", "source_word_scores", "step_foils", "why_not"]
@@ -74,12 +74,12 @@ def step_foils(trace: Any, step: Any) -> list[tuple[str, str]]:
 
 def source_word_scores(tokens: list[str], scores: np.ndarray) -> tuple[list[str], np.ndarray]:
     """(words, scores): the scores of the source pieces `tokens` summed over the pieces of each word (a piece
-    that does not start with "▁" continues the word before it; special tokens are words of their own)."""
+    that does not start with "▁" continues the word before it; special tokens and punctuation are words of their
+    own, `vaswani_demo.causes.continues_word`)."""
     words: list[str] = []
     summed: list[float] = []
     for token, score in zip(tokens, scores):
-        special = token.startswith("<") and token.endswith(">") or token.startswith(">>")
-        if words and not token.startswith("▁") and not special and not words[-1].startswith(("<", ">>")):
+        if words and continues_word(token, words[-1]):
             words[-1] += word_of(token)
             summed[-1] += float(score)
         else:

@@ -87,7 +87,7 @@ def test_sentences_of_other_lengths_or_the_same_tokens_are_refused_with_both_tok
 def test_pieces_are_shown_as_words():
     assert word_of("▁banco") == "banco" and word_of("</s>") == "</s>"
     assert pieces_as_words([">>en<<", "▁Me", "▁sent", "é", "▁p", "la", "za", ".", "</s>"]) == (
-        ">>en<< Me sent·é p·la·za·. </s>"
+        ">>en<< Me sent·é p·la·za . </s>"
     )
 
 
