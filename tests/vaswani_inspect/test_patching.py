@@ -13,20 +13,20 @@ import pytest
 import torch
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-from vaswani_inspect import Contrast, patch_activations
+from vaswani_inspect import Contrast, extract, patch_activations
 from vaswani_inspect.patching import SITES
 
-CLEAN, CORRUPTED = "el gato negro", "el perro negro"
+CLEAN, CORRUPTED, TARGET = "el gato negro", "el perro negro", "the black cat"
 
 
 @pytest.fixture(scope="module")
 def exhaustive(model, tokenizer):
-    return patch_activations(model, tokenizer, CLEAN, CORRUPTED, direction="es-en", batch_size=7)
+    return patch_activations(model, tokenizer, CLEAN, CORRUPTED, direction="es-en", target=TARGET, batch_size=3)
 
 
 @pytest.fixture(scope="module")
 def attribution(model, tokenizer):
-    return patch_activations(model, tokenizer, CLEAN, CORRUPTED, direction="es-en", method="attribution")
+    return patch_activations(model, tokenizer, CLEAN, CORRUPTED, direction="es-en", target=TARGET, method="attribution")
 
 
 def _log_prob(model, source_ids, target_ids, hook_module=None, hook=None, pre=False):
@@ -189,15 +189,16 @@ def test_refused_inputs(model, tokenizer, clean, corrupted, options, message):
         assert "▁gato" in str(error.value) and "▁negro" in str(error.value)
 
 
-def test_progress_counts_up_to_the_total(model, tokenizer):
+def test_the_default_target_is_the_translation_and_progress_counts_up(model, tokenizer):
     calls = []
     record = lambda done, total: calls.append((done, total))  # noqa: E731
-    patch_activations(
+    result = patch_activations(
         model, tokenizer, CLEAN, CORRUPTED, direction="es-en", sites=["cross_heads"], progress=record, batch_size=3
     )
     total = model.config.decoder_layers * model.config.decoder_attention_heads
     assert calls[0] == (0, total) and calls[-1] == (total, total)
     assert [done for done, _ in calls] == sorted(done for done, _ in calls)
+    assert result.target_ids == extract(model, tokenizer, CLEAN, direction="es-en").target_ids
 
 
 @pytest.mark.slow
