@@ -1,12 +1,12 @@
 """What the "What causes it?" tab reads layer by layer, without Gradio: the logit lens (`vaswani_inspect.logit_lens`,
 the word each decoder layer would write at each position) as the toolkit's layer x position grid of words
 (`vaswani_inspect.lens_plots.plot_logit_lens`), with the layer from which each word of the translation is the
-lens's first choice; and the decoder lens (`vaswani_inspect.decoder_lens`, the translation from each encoder layer)
-as a table.
+lens's first choice (`LogitLens.first_top_layer`); and the decoder lens (`vaswani_inspect.decoder_lens`, the
+translation from each encoder layer) as a table.
 
 Rows are named as the lens names them: the embeddings, then each layer's output counted from 1; pieces are shown
-as words (no "▁"). Both run in the copy of the model that serves the direction
-(`ModelRunner.borrowed_copy`), like the patching, so any architecture the toolkit looks inside works.
+as words (no "▁"). Both run in the copy of the model that serves the direction (`ModelRunner.borrowed_copy`),
+like the patching, so any architecture the toolkit looks inside works.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from vaswani_inspect.lens import decoder_lens, logit_lens
 from vaswani_inspect.lens_plots import plot_logit_lens
@@ -30,7 +28,6 @@ __all__ = [
     "layer_name",
     "lens_note",
     "read_lenses",
-    "settled_layers",
     "translations_table",
 ]
 
@@ -58,24 +55,6 @@ def layer_name(index: int, language: str = DEFAULT_LANGUAGE) -> str:
     return message(language, "lens.embeddings") if index == 0 else str(index)
 
 
-def settled_layers(lens: Any) -> list[int | None]:
-    """For each position, the first lens row from which on the translation's own next piece is the lens's first
-    choice at every later row (the last row is the model's: its first choice, with greedy search); None where it
-    is not the first choice at the last row (beam search chose another)."""
-    chosen = np.asarray(lens.top_ids)[:, :, 0] == np.asarray(lens.target_ids[1:])[None, :]
-    found: list[int | None] = []
-    for column in range(chosen.shape[1]):
-        rows = chosen[:, column]
-        if not rows[-1]:
-            found.append(None)
-            continue
-        start = len(rows) - 1
-        while start > 0 and rows[start - 1]:
-            start -= 1
-        found.append(start)
-    return found
-
-
 def longest(lens: Any) -> int:
     """The decoder lens's length limit for a sentence whose translation `lens` read: twice the translation's
     pieces and a few more (an earlier layer's translation far longer than the model's is no reading of it, and
@@ -86,7 +65,8 @@ def longest(lens: Any) -> int:
 def lens_note(lens: Any, language: str = DEFAULT_LANGUAGE) -> str:
     """The sentence under the grid: from which layer on each word of the translation is the lens's first choice."""
     words = []
-    for column, row in enumerate(settled_layers(lens)):
+    for column in range(len(lens.target_ids) - 1):
+        row = lens.first_top_layer(column)
         word = word_of(lens.target_tokens[column + 1])
         where = "–" if row is None else layer_name(row, language)
         words.append(f"“{word}” {where}")

@@ -1,6 +1,6 @@
-"""The tab's lenses (`vaswani_demo.lenses`): the grid shows `logit_lens`' own first choices and probabilities,
-its sentence the layers `settled_layers` finds, the table `decoder_lens`' translations; in both languages, pieces
-as words; an empty sentence gets the sentence that says what to do.
+"""The tab's lenses (`vaswani_demo.lenses`): the grid shows `logit_lens`' own first choices and probabilities, its
+sentence the layers `LogitLens.first_top_layer` finds, the table `decoder_lens`' translations; in both languages,
+pieces as words; an empty sentence gets the sentence that says what to do.
 
 The model is a tiny random one (`DEMO_MODEL = "tiny"`): what is checked is that the page shows the toolkit's
 numbers, whatever they are."""
@@ -16,7 +16,6 @@ from vaswani_demo.lenses import (  # noqa: E402
     layer_name,
     longest,
     read_lenses,
-    settled_layers,
     translations_table,
 )
 from vaswani_inspect.lens import decoder_lens, logit_lens  # noqa: E402
@@ -48,13 +47,13 @@ def test_the_grid_and_the_table_show_the_lenses(backend):
             assert translation.replace("|", "\\|") in table
         assert table.count("\n") == len(decoded.translations) + 1  # the header, its rule, a row per layer
     # The note names, for each word, the first row from which the lens writes it (or "–").
-    settled = settled_layers(expected)
-    chosen = expected.top_ids[:, :, 0] == np.asarray(expected.target_ids[1:])
-    for column, row in enumerate(settled):
-        if row is None:
-            assert not chosen[-1, column]
-        else:
-            assert chosen[row:, column].all() and (row == 0 or not chosen[row - 1, column])
+    shown = [
+        layer_name(row, "en") if row is not None else "–"
+        for row in map(expected.first_top_layer, range(len(expected.target_ids) - 1))
+    ]
+    words = [token.replace("▁", "") or token for token in expected.target_tokens[1:]]
+    assert answer.note.startswith("From which decoder layer on")
+    assert ", ".join(f"“{word}” {where}" for word, where in zip(words, shown)) in answer.note
 
 
 def test_an_empty_sentence_says_what_to_do(backend):
