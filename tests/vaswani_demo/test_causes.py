@@ -93,8 +93,8 @@ def test_pieces_are_shown_as_words():
 
 @pytest.mark.slow
 def test_another_architecture(tiny_architecture_folders):
-    """A Marian model (tiny, random) served by the demo: the tab patches it and reads its lenses in its copy, like
-    ours."""
+    """A Marian model (tiny, random) served by the demo: the tab patches it (by the exact method, its progress
+    reported) and reads its lenses in its copy, like ours."""
     from vaswani_demo import DemoBackend
 
     backend = DemoBackend.load([f"es-en={tiny_architecture_folders['marian']}"], backend="torch")
@@ -103,10 +103,20 @@ def test_another_architecture(tiny_architecture_folders):
         pairs = [("El gato negro duerme.", f"El {word} negro duerme.") for word in ("perro", "niño", "tren", "café")]
         length = len(served.source_ids(pairs[0][0], "es-en"))
         clean, corrupted = next(p for p in pairs if len(served.source_ids(p[1], "es-en")) == length)
-        answer = find_causes(backend, clean, corrupted, "es-en", language="es")
+        reported: list[tuple[int, int]] = []
+        answer = find_causes(
+            backend,
+            clean,
+            corrupted,
+            "es-en",
+            "exhaustive",
+            progress=lambda *done: reported.append(done),
+            language="es",
+        )
         assert answer.ok, answer.status
+        assert reported[-1][0] == reported[-1][1] > 0  # the exact method reports its progress to the end
         expected = patch_activations(
-            served.model, served.tokenizer, clean, corrupted, direction="es-en", method="attribution"
+            served.model, served.tokenizer, clean, corrupted, direction="es-en", method="exhaustive"
         )
         for site in SITES:
             np.testing.assert_allclose(answer.result.effects[site], expected.effects[site], atol=1e-4, equal_nan=True)
