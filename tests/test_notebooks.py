@@ -26,7 +26,7 @@ SETUP_COMMAND = "bash scripts/notebooks.sh"
 
 
 def test_the_course_notebooks_are_there():
-    assert [p.name[:3] for p in NOTEBOOKS] == [f"{i:02d}_" for i in range(1, 10)]
+    assert [p.name[:3] for p in NOTEBOOKS] == [f"{i:02d}_" for i in range(1, 11)]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

@@ -24,6 +24,13 @@ FIGURE_NAMES = {
     "steps-tree": "beam-tree",
     "ablation-original-links": "alignment-every-head-on",
     "ablation-links": "alignment-heads-off",
+    "steps-why": "why-this-word",
+    "causes-encoder": "patching-encoder-positions",
+    "causes-decoder": "patching-decoder-positions",
+    "causes-encoder-heads": "patching-encoder-heads",
+    "causes-decoder-heads": "patching-decoder-heads",
+    "causes-cross-heads": "patching-cross-attention-heads",
+    "causes-lens": "logit-lens",
 }
 
 

@@ -39,6 +39,7 @@ import vaswani_demo.drawing as drawing
 
 from .answers import request_language, warn_on_page
 from .backend import DemoBackend
+from .causes_view import wire_causes, wire_why
 from .checks import alignment_options, translation_request, view_options
 from .components import FIGURE_NAMES
 from .explaining import explanation_handlers
@@ -455,12 +456,15 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
     clear: dict[str, Any] = dict(fn=None, js=_CLEAR_JS, outputs=stale, api_visibility="private", queue=False)
 
     trace_steps = wire_steps(ui.steps, backend, ui.record_state, redraw_events)
+    wire_why(ui.why, ui.steps, backend, ui.record_state, redraw_events)
+    first_sentence = wire_causes(ui.causes, backend, ui.record_state, ui.direction, concurrency_limit=concurrency_limit)
 
     def after(translation: Any) -> None:
         """Once `translation` (an event) has finished: draw its figures, trace its decoding step by step and offer
         its record, side by side."""
         translation.then(explained_alignment, inputs=explained_inputs, outputs=explained_shown, **redraw_events)
         trace_steps(translation)
+        first_sentence(translation)
         translation.then(redraw_view, inputs=view_inputs, outputs=[ui.views], **redraw_events)
         translation.then(offer_record, inputs=[ui.record_state], outputs=[ui.record_file], **redraw_events)
 

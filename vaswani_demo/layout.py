@@ -22,6 +22,7 @@ from vaswani_inspect.attribution import METHODS
 from vaswani_inspect.record import KINDS
 from vaswani_inspect.views import view_names
 
+from .causes_view import CausesLayout, WhyLayout, causes_section, why_section
 from .choices import DemoChoices
 from .components import FIGURE_NAMES, download_buttons, figure
 from .drawing import pair_headers
@@ -160,6 +161,9 @@ class DemoLayout:
     pairs: gr.Dataframe
     # the decoder step by step: the step shown, its figures, the beam tree, and the session's decoding trace
     steps: StepsLayout
+    # why this word and not that one (in the step-by-step tab), and the "What causes it?" tab
+    why: WhyLayout
+    causes: CausesLayout
     # switching heads off: one checkbox group per attention kind, and the translations with and without them
     ablate_encoder: gr.CheckboxGroup
     ablate_decoder: gr.CheckboxGroup
@@ -188,7 +192,9 @@ def build_layout(choices: DemoChoices, i18n: gr.I18n) -> DemoLayout:
 
     The translate tab shows, top to bottom, the sentence and its translation, the alignment figures (the course's
     picture first), the special tokens' legend and the explanation method; the figure options, the technical
-    prose and the rest are folded. The step-by-step view, the ablation panel and bertviz have a tab each."""
+    prose and the rest are folded. The step-by-step view (with "why this word and not that one"), the ablation
+    panel, what causes the translation (patching and the lenses, `vaswani_demo.causes_view`) and bertviz have a tab
+    each."""
     downloads: dict[str, tuple[gr.Button, gr.Button]] = {}
     with gr.Row(elem_id="page-controls"):
         with gr.Column(scale=4):
@@ -223,8 +229,11 @@ def build_layout(choices: DemoChoices, i18n: gr.I18n) -> DemoLayout:
                 record_file = gr.File(label=i18n("record.label"), interactive=False, elem_id="record-file")
         with gr.Tab(i18n("tab.steps"), id="steps", elem_id="tab-steps"):
             steps = steps_section(i18n, downloads)
+            why = why_section(i18n, downloads)
         with gr.Tab(i18n("tab.ablation"), id="ablation", elem_id="tab-ablation"):
             ablation = _ablation_section(choices, i18n, downloads)
+        with gr.Tab(i18n("tab.causes"), id="causes", elem_id="tab-causes"):
+            causes = causes_section(choices.directions, i18n, downloads, inputs["direction"])
         with gr.Tab(i18n("tab.bertviz"), id="bertviz-tab", elem_id="tab-bertviz"):
             bertviz = _bertviz_section(i18n)
     record_state = gr.State(None, time_to_live=STATE_TTL_SECONDS)
@@ -242,6 +251,8 @@ def build_layout(choices: DemoChoices, i18n: gr.I18n) -> DemoLayout:
         **alignment,
         links=links,
         steps=steps,
+        why=why,
+        causes=causes,
         **ablation,
         **bertviz,
         record_state=record_state,

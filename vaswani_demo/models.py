@@ -175,12 +175,16 @@ class ServedModel:
         with self._encoding_lock if shared else contextlib.nullcontext():
             yield
 
-    def source_length(self, text: str, direction: str) -> int:
-        """How many tokens the model reads for `text` in `direction`: its language token, code or task prefix
-        and the end of sentence included."""
+    def source_ids(self, text: str, direction: str) -> list[int]:
+        """The token ids the model reads for `text` in `direction`: its language token, code or task prefix and
+        the end of sentence included."""
         route = self._routes[direction]
         with self.encoding(direction), source_language_settings(self.tokenizer, route):
-            return len(self.tokenizer(f"{route.source_prefix}{text.strip()}", verbose=False)["input_ids"])
+            return list(self.tokenizer(f"{route.source_prefix}{text.strip()}", verbose=False)["input_ids"])
+
+    def source_length(self, text: str, direction: str) -> int:
+        """How many tokens the model reads for `text` in `direction` (`source_ids`)."""
+        return len(self.source_ids(text, direction))
 
 
 def served_directions(model: Any, tokenizer: Any, spec: ModelSpec) -> tuple[str, ...]:

@@ -15,12 +15,13 @@ the input rules are `vaswani_demo.checks`. Nothing here knows of Gradio.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import threading
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -318,6 +319,16 @@ class ModelRunner:
         if index not in self._copies:
             self._copies[index] = copy.deepcopy(served.model).eval()
         return self._copies[index]
+
+    @contextlib.contextmanager
+    def borrowed_copy(self, direction: str | None) -> Iterator[tuple[ServedModel, Any]]:
+        """Inside: (the model that serves `direction`, its copy), the copy this caller's alone (the copies' lock;
+        counted as a run): for the runs that put hooks or gradients on a model (`vaswani_demo.causes`), which the
+        translations served meanwhile must never see."""
+        served = self.served(direction)
+        with self._ablation_lock:
+            self._count_run()
+            yield served, self.copy_of(served)
 
     # ------------------------------------------------------------------------------------------------ explaining
 

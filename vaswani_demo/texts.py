@@ -10,8 +10,9 @@ Two kinds of text:
   (`language_from_header`, read from its ``Accept-Language`` header) by `message`.
 
 `CHOICES` names the values of the radio buttons and dropdowns in both languages. The explanation methods' labels
-and descriptions are their registry entries' (`vaswani_inspect.attribution.registry`), read when asked. Nothing is
-imported here, so that the parts without Gradio (`checks`, `choices`, `runner`, `drawing`) can use it.
+and descriptions are their registry entries' (`vaswani_inspect.attribution.registry`), read when asked. The words
+of the "What causes it?" tab are `vaswani_demo.causes_texts`' tables, added to these. Nothing else is imported here,
+so that the parts without Gradio (`checks`, `choices`, `runner`, `drawing`) can use it.
 
 Long because it is the demo's whole phrase book, one table per language, which must be read (and kept) side by side.
 """
@@ -23,6 +24,9 @@ import string
 from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
+
+from .causes_texts import MESSAGES as _CAUSES_MESSAGES
+from .causes_texts import PAGE as _CAUSES_PAGE
 
 __all__ = [
     "CHOICES",
@@ -768,6 +772,11 @@ MESSAGES: dict[str, Mapping[str, str]] = {
         ),
     },
 }
+
+# The "What causes it?" tab's and the "why this word" texts live in their own table (`causes_texts`).
+for _language in LANGUAGES:
+    PAGE[_language].update(_CAUSES_PAGE[_language])
+    MESSAGES[_language].update(_CAUSES_MESSAGES[_language])
 
 MESSAGES = {
     language: ChainMap(texts, _method_texts(language, "about", "method.about.")) for language, texts in MESSAGES.items()
