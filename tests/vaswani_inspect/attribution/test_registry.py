@@ -64,7 +64,12 @@ def test_the_shipped_methods_keep_their_names_and_order():
     assert set(attribution.SHARE_METHODS) == {"alti_plus", "rollout", *gradients.CAPTUM_METHODS}
     assert attribution.GRADIENT_METHODS == gradients.GRADIENT_METHODS == gradients.CAPTUM_METHODS
     assert all(method_entry(m).needs == ("captum",) for m in attribution.GRADIENT_METHODS)
-    assert method_options("integrated_gradients") == {"n_steps": 50, "batch_size": 512, "precision": "float32"}
+    assert method_options("integrated_gradients") == {
+        "n_steps": 50,
+        "batch_size": 512,
+        "precision": "float32",
+        "contrast": None,
+    }
 
 
 def test_a_registered_method_is_in_every_list_and_leaves_none_behind(dummy):
