@@ -9,8 +9,8 @@ model types or names elsewhere is read from the registry when it is used, so an 
 * the demo names an architecture as `DISPLAY_NAMES` says (`vaswani_demo.settings.ARCHITECTURE_NAMES`) and offers
   CTranslate2 for the same entries;
 * `vaswani_inspect.architectures` re-exports the registry and reads a model's attention where its entry says
-  (``layers``, ``modules``, ``projections``, ``heads``, ``head_dim``, ``scaling``,
-  ``position_bias``, ``output_scale``);
+  (``layers``, ``modules``, ``projections``, ``heads``, ``head_dim``, ``scaling``, ``position_bias``,
+  ``output_scale``) and finds its positional encoding (``positions``, ``position_kind``);
 * the tiny test models of `vaswani_inspect.testing_models` are keyed by the entries' names.
 
 Why here and not in `vaswani_inspect`: `hf_vaswani` must not import the inspection toolkit (tests/test_layering.py),
@@ -46,6 +46,26 @@ def _no_scale(config: Any) -> float:
     return 1.0
 
 
+def _read_from_module(config: Any) -> str | None:
+    return None  # `vaswani_inspect.architectures.position_module` tells learned from fixed by the module's weights
+
+
+def _sinusoidal(config: Any) -> str:
+    return "sinusoidal"
+
+
+def _learned(config: Any) -> str:
+    return "learned"
+
+
+def _relative(config: Any) -> str:
+    return "relative"
+
+
+def _vaswani_positions(config: Any) -> str:
+    return str(config.position_encoding)  # "sinusoidal", "learned" or "none"
+
+
 def _t5_output_scale(config: Any) -> float:
     # T5 rescales the decoder output before a tied output layer (transformers' `scale_decoder_outputs`).
     scaled = getattr(config, "scale_decoder_outputs", getattr(config, "tie_word_embeddings", True))
@@ -73,6 +93,11 @@ class Architecture:
             length, key length): T5's ``compute_bias``; empty for architectures whose positions are in the
             embeddings.
         output_scale: the factor the model applies to the decoder's last states before the output layer.
+        positions: the dotted path from the encoder stack to the module that gives its positional information: the
+            table whose rows are added to the embeddings (sinusoidal or learned), or T5's relative position bias
+            table of the first layer (its output, per query and key, is what each head adds to its scores).
+        position_kind: what that module is, from the config: "sinusoidal", "learned", "relative", "none" (no
+            positions at all); None: read from the module (a trained weight: learned; else sinusoidal).
         ctranslate2: CTranslate2 translates it (an exact export exists): ours through `hf_vaswani.export`, any other
             through CTranslate2's own converter.
         trained_aligner: the model may carry a trained aligner (``config.alignment``).
@@ -92,6 +117,8 @@ class Architecture:
     scaling: str = "scaling"
     position_bias: str = ""
     output_scale: Callable[[Any], float] = _no_scale
+    positions: str = "embed_positions"
+    position_kind: Callable[[Any], str | None] = _read_from_module
     ctranslate2: bool = False
     trained_aligner: bool = False
     direction_schemes: tuple[str, ...] = DIRECTION_SCHEMES
@@ -188,6 +215,7 @@ _SHIPPED = (
         ("vaswani",),
         display_name="hf_vaswani",
         modules=("self_attn", "self_attn", "cross_attn"),
+        position_kind=_vaswani_positions,
         ctranslate2=True,
         trained_aligner=True,
         direction_schemes=("target_token",),
@@ -197,6 +225,7 @@ _SHIPPED = (
         "marian",
         ("marian",),
         display_name="Marian / OPUS-MT",
+        position_kind=_sinusoidal,
         ctranslate2=True,
         trained_aligner=True,
         direction_schemes=("one_direction", "target_token"),
@@ -206,6 +235,7 @@ _SHIPPED = (
         "m2m100",
         ("m2m_100",),
         display_name="M2M100 / NLLB",
+        position_kind=_sinusoidal,
         direction_schemes=("language_codes",),
         example="facebook/nllb-200-distilled-600M",
     ),
@@ -213,11 +243,17 @@ _SHIPPED = (
         "mbart",
         ("mbart",),
         display_name="mBART",
+        position_kind=_learned,
         direction_schemes=("language_codes",),
         example="facebook/mbart-large-50-many-to-many-mmt",
     ),
     Architecture(
-        "bart", ("bart",), display_name="BART", direction_schemes=("one_direction",), example="facebook/bart-base"
+        "bart",
+        ("bart",),
+        display_name="BART",
+        position_kind=_learned,
+        direction_schemes=("one_direction",),
+        example="facebook/bart-base",
     ),
     Architecture(
         "t5",
@@ -230,6 +266,8 @@ _SHIPPED = (
         head_dim="key_value_proj_dim",
         position_bias="compute_bias",
         output_scale=_t5_output_scale,
+        positions="block.0.layer.0.SelfAttention.relative_attention_bias",
+        position_kind=_relative,
         direction_schemes=("task_prefix", "one_direction"),
         example="google-t5/t5-small",
     ),

@@ -12,6 +12,8 @@ The rest of `vaswani_inspect` asks this module, never a model's class or config 
   a module's scores are made of besides the dot products (the 1/sqrt(d_k) factor, T5's relative position bias).
 * `ensure_attention_weights(model)`: most transformers models compute attention with PyTorch's fused kernel (sdpa),
   which returns no weights; this switches a loaded model to the eager implementation once and says so.
+* `position_module(model)`: the module of the encoder that gives it its positions, and what kind it is
+  (sinusoidal, learned, or T5's relative bias), as the entry's ``positions`` and ``position_kind`` say.
 * `output_logits(model, states)`: the vocabulary logits from the decoder's last hidden states, as the model's own
   forward computes them (T5 scales tied outputs by d_model^-0.5; Marian adds a bias).
 
@@ -35,6 +37,7 @@ from .record import KINDS
 __all__ = [
     "ARCHITECTURES",
     "Architecture",
+    "PositionModule",
     "Projections",
     "UnsupportedModelError",
     "architecture_of",
@@ -47,6 +50,7 @@ __all__ = [
     "output_logits",
     "position_limit",
     "position_bias",
+    "position_module",
     "projections",
     "score_scale",
 ]
@@ -225,6 +229,45 @@ def position_limit(config: Any) -> int | None:
     if getattr(config, "relative_attention_num_buckets", None) is not None:
         return None
     return int(getattr(config, "max_position_embeddings", 0) or 0) or None
+
+
+class PositionModule(NamedTuple):
+    """The module that gives the encoder its positions, and its kind.
+
+    ``kind`` is "sinusoidal" or "learned" for a table whose output, one row per position (..., positions, d_model),
+    is added to the token embeddings; "relative" for T5's bucketed bias table of the first layer, whose output
+    (queries, keys, heads) is what each head adds to its attention scores in every layer (the first layer computes
+    it and shares it with the others).
+    """
+
+    module: torch.nn.Module
+    kind: str
+
+
+def position_module(model: Any) -> PositionModule:
+    """The encoder's positional module of `model` and its kind (`PositionModule`).
+
+    Raises:
+        ValueError: the model has no positional encoding (ours with ``position_encoding="none"``).
+        UnsupportedModelError: no module at the path the model's entry names (``Architecture.positions``).
+    """
+    entry = _entry(model)
+    kind = entry.position_kind(model.config)
+    if kind == "none":
+        raise ValueError(f"{type(model).__name__} has no positional encoding (position_encoding='none').")
+    try:
+        module = _attribute(model.get_encoder(), entry.positions)
+    except (AttributeError, IndexError, TypeError):
+        module = None
+    if not isinstance(module, torch.nn.Module):
+        raise UnsupportedModelError(
+            f"{type(model).__name__} (model_type {_model_type(model)!r}): found no positional module at "
+            f"get_encoder().{entry.positions}."
+        )
+    if kind is None:  # a generic entry: a table with a trained weight is learned, a fixed (frozen, buffer) one not
+        trained = any(parameter.requires_grad for parameter in module.parameters())
+        kind = "learned" if trained else "sinusoidal"
+    return PositionModule(module, kind)
 
 
 def output_logits(model: Any, states: torch.Tensor) -> torch.Tensor:
