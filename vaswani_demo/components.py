@@ -24,6 +24,12 @@ FIGURE_NAMES = {
     "steps-tree": "beam-tree",
     "ablation-original-links": "alignment-every-head-on",
     "ablation-links": "alignment-heads-off",
+    "head-computation": "inside-one-head",
+    "head-concat": "heads-through-output-projection",
+    "head-mask": "causal-mask",
+    "positions-table": "positional-encoding",
+    "positions-order": "order-blindness",
+    "contexts-figure": "one-word-two-contexts",
 }
 
 

@@ -15,12 +15,13 @@ the input rules are `vaswani_demo.checks`. Nothing here knows of Gradio.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import threading
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -310,6 +311,13 @@ class ModelRunner:
         if record.generate_kwargs.get("backend") != "ctranslate2" and not record.generate_kwargs.get("keep_spans"):
             return settings, record.target_text
         return settings, self._extract_by(served, model, record.source_text, record.direction, settings).target_text
+
+    @contextlib.contextmanager
+    def inspecting(self, served: ServedModel) -> Iterator[Any]:
+        """Inside: the copy of `served`'s model (`copy_of`), for a computation that hooks into it (one head's
+        arithmetic, `vaswani_demo.head_view`), one at a time with the ablations and explanations."""
+        with self._ablation_lock:
+            yield self.copy_of(served)
 
     def copy_of(self, served: ServedModel) -> Any:
         """The copy of `served`'s model that ablated runs switch heads off in and explanations run (made on first

@@ -10,7 +10,8 @@ Two kinds of text:
   (`language_from_header`, read from its ``Accept-Language`` header) by `message`.
 
 `CHOICES` names the values of the radio buttons and dropdowns in both languages. The explanation methods' labels
-and descriptions are their registry entries' (`vaswani_inspect.attribution.registry`), read when asked. Nothing is
+and descriptions are their registry entries' (`vaswani_inspect.attribution.registry`), read when asked. The lecture's
+views keep their texts in `vaswani_demo.lecture_texts`, added to `PAGE` and `MESSAGES` here. Nothing else is
 imported here, so that the parts without Gradio (`checks`, `choices`, `runner`, `drawing`) can use it.
 
 Long because it is the demo's whole phrase book, one table per language, which must be read (and kept) side by side.
@@ -23,6 +24,8 @@ import string
 from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
+
+from . import lecture_texts
 
 __all__ = [
     "CHOICES",
@@ -768,6 +771,11 @@ MESSAGES: dict[str, Mapping[str, str]] = {
         ),
     },
 }
+
+# The lecture's views keep their words in their own tables (`vaswani_demo.lecture_texts`), added here.
+for _language in LANGUAGES:
+    PAGE[_language].update(lecture_texts.PAGE[_language])
+    MESSAGES[_language].update(lecture_texts.MESSAGES[_language])
 
 MESSAGES = {
     language: ChainMap(texts, _method_texts(language, "about", "method.about.")) for language, texts in MESSAGES.items()

@@ -44,7 +44,14 @@ def demo_page(backend: Any) -> Iterator[tuple[Any, Any]]:
 
 
 #: The tabs of the page, by the ``id`` of their ``gr.Tab`` (the tab's button is ``#<elem_id>-button``).
-TABS = {"translate": "tab-translate", "steps": "tab-steps", "ablation": "tab-ablation", "bertviz": "tab-bertviz"}
+TABS = {
+    "translate": "tab-translate",
+    "steps": "tab-steps",
+    "head": "tab-head",
+    "positions": "tab-positions",
+    "ablation": "tab-ablation",
+    "bertviz": "tab-bertviz",
+}
 
 #: The closed accordions of the page, by the text key of their label.
 ACCORDIONS = ("decoding.label", "options.label", "about.label", "more.label")
