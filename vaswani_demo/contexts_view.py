@@ -78,7 +78,7 @@ def contexts_section(
         second_translation = gr.Textbox(
             label=i18n("contexts.second_translation"), interactive=False, elem_id="contexts-second-translation"
         )
-    summary = gr.Markdown("", elem_id="contexts-summary")
+    summary = gr.Markdown(i18n("contexts.empty"), elem_id="contexts-summary")
     shown = figure(i18n("contexts.figure"), "contexts-figure", show_label=False)
     downloads["contexts-figure"] = download_buttons(i18n, "contexts-figure")
     return ContextsLayout(

@@ -61,6 +61,7 @@ class HeadLayout:
     computation: gr.Plot
     concatenation: gr.Plot
     mask: gr.Plot
+    mask_box: gr.Column
 
 
 def head_section(i18n: gr.I18n, downloads: dict[str, tuple[gr.Button, gr.Button]]) -> HeadLayout:
@@ -79,14 +80,15 @@ def head_section(i18n: gr.I18n, downloads: dict[str, tuple[gr.Button, gr.Button]
         head = gr.Dropdown(["0"], value="0", label=i18n("head.head.label"), elem_id="head-head", scale=1)
     query = gr.Radio([], value=None, label=i18n("head.query.label"), elem_id="head-query")
     unscaled = gr.Checkbox(False, label=i18n("head.unscaled.label"), elem_id="head-unscaled")
-    summary = gr.Markdown("", elem_id="head-summary")
+    summary = gr.Markdown(i18n("head.empty"), elem_id="head-summary")
     computation = figure(i18n("head.figure"), "head-computation", show_label=False)
     downloads["head-computation"] = download_buttons(i18n, "head-computation")
     concatenation = figure(i18n("head.concat"), "head-concat", show_label=False)
     downloads["head-concat"] = download_buttons(i18n, "head-concat")
-    mask = figure(i18n("head.mask"), "head-mask", show_label=False, visible=False)
-    downloads["head-mask"] = download_buttons(i18n, "head-mask")
-    return HeadLayout(kind, layer, head, query, unscaled, summary, computation, concatenation, mask)
+    with gr.Column(visible=False) as mask_box:  # shown for the decoder's self-attention
+        mask = figure(i18n("head.mask"), "head-mask", show_label=False)
+        downloads["head-mask"] = download_buttons(i18n, "head-mask")
+    return HeadLayout(kind, layer, head, query, unscaled, summary, computation, concatenation, mask, mask_box)
 
 
 def head_of_record(
@@ -262,13 +264,14 @@ def head_outputs(
     language: str = DEFAULT_LANGUAGE,
     reset: bool = False,
 ) -> tuple[Any, ...]:
-    """The view's (layer, head, query, summary, figure, heads through W_O, mask figure) as Gradio updates; `reset`
+    """The view's (layer, head, query, summary, figure, heads through W_O, mask figure, its box) as Gradio updates;
+    `reset`
     (a new record or attention kind) starts the query at the first word. No record: the empty view, and what to
     do."""
     if record is None:
         idle = gr.update(interactive=False)
         empty = gr.update(choices=[], value=None)
-        return idle, idle, empty, message(language, "head.none"), None, None, gr.update(value=None, visible=False)
+        return idle, idle, empty, message(language, "head.none"), None, None, None, gr.update(visible=False)
     try:
         view = head_view(
             backend, record, kind, layer, head, None if reset else query, bool(unscaled), language=language
@@ -276,7 +279,7 @@ def head_outputs(
     except Exception as error:  # noqa: BLE001 - the translation stands; the view says what went wrong
         logger.exception("The demo could not compute a head of %r", record.source_text)
         failed = message(language, "head.failed", error=type(error).__name__)
-        return gr.update(), gr.update(), gr.update(), failed, None, None, gr.update(value=None, visible=False)
+        return gr.update(), gr.update(), gr.update(), failed, None, None, None, gr.update(visible=False)
     return (
         gr.update(choices=view.layers, value=str(view.layer), interactive=True),
         gr.update(choices=view.heads, value=str(view.head), interactive=True),
@@ -284,7 +287,8 @@ def head_outputs(
         view.summary,
         view.computation,
         view.concatenation,
-        gr.update(value=view.mask, visible=view.mask is not None),
+        view.mask,
+        gr.update(visible=view.mask is not None),
     )
 
 
@@ -308,7 +312,8 @@ def wire_head(head: HeadLayout, backend: Any, record_state: gr.State, redraw_eve
     events = {**redraw_events, "concurrency_id": "head", "show_progress": "minimal"}
     refresh, redraw = head_handlers(backend)
     inputs = [record_state, head.kind, head.layer, head.head, head.query, head.unscaled]
-    outputs = [head.layer, head.head, head.query, head.summary, head.computation, head.concatenation, head.mask]
+    outputs = [head.layer, head.head, head.query, head.summary]
+    outputs += [head.computation, head.concatenation, head.mask, head.mask_box]
     head.kind.input(refresh, inputs=inputs, outputs=outputs, **events)
     for control in (head.layer, head.head, head.query, head.unscaled):
         control.input(redraw, inputs=inputs, outputs=outputs, **events)

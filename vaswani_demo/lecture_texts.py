@@ -11,6 +11,18 @@ from __future__ import annotations
 
 __all__ = ["MESSAGES", "PAGE"]
 
+#: What the "Inside one head" view says before any translation: on the page, and from the server for no record.
+_HEAD_NONE = {
+    "en": (
+        "Translate a sentence on the first tab: then choose an attention, a layer, a head and a word here, and "
+        "the head's computation for that word appears."
+    ),
+    "es": (
+        "Traduce una oración en la primera pestaña: luego elige aquí una atención, una capa, una cabeza y una "
+        "palabra, y aparece el cálculo de la cabeza para esa palabra."
+    ),
+}
+
 #: The views' page texts (labels, headings, explanations), by language and key.
 PAGE: dict[str, dict[str, str]] = {
     "en": {
@@ -24,6 +36,9 @@ PAGE: dict[str, dict[str, str]] = {
             "The heads' outputs are concatenated and projected by W_O. Choose an attention, a layer, a head and "
             "a word of the last translation."
         ),
+        "head.empty": _HEAD_NONE["en"],
+        "positions.empty": "Press the button: the model's positional encoding, and the last sentence shuffled.",
+        "contexts.empty": "Press Compare to translate both sentences and compare the word in them.",
         "head.kind.label": "Attention",
         "head.layer.label": "Layer",
         "head.head.label": "Head",
@@ -71,6 +86,9 @@ PAGE: dict[str, dict[str, str]] = {
             "es la suma de los values ponderada por ellos. Las salidas de las cabezas se concatenan y se proyectan "
             "con W_O. Elige una atención, una capa, una cabeza y una palabra de la última traducción."
         ),
+        "head.empty": _HEAD_NONE["es"],
+        "positions.empty": "Pulsa el botón: la codificación posicional del modelo y la última oración desordenada.",
+        "contexts.empty": "Pulsa Comparar para traducir las dos oraciones y comparar la palabra en ellas.",
         "head.kind.label": "Atención",
         "head.layer.label": "Capa",
         "head.head.label": "Cabeza",
@@ -112,10 +130,7 @@ PAGE: dict[str, dict[str, str]] = {
 #: What the views say at run time, by language and key; `{name}` fields are filled by `vaswani_demo.texts.message`.
 MESSAGES: dict[str, dict[str, str]] = {
     "en": {
-        "head.none": (
-            "Translate a sentence on the first tab: then choose an attention, a layer, a head and a word here, and "
-            "the head's computation for that word appears."
-        ),
+        "head.none": _HEAD_NONE["en"],
         "head.failed": "This head's computation could not be shown ({error}).",
         "head.summary": (
             "**{kind}, layer {layer}, head {head}, query “{query}”** (position {position}): q, and each of the "
@@ -172,10 +187,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "contexts.embedding": "input embedding: {value}",
     },
     "es": {
-        "head.none": (
-            "Traduce una oración en la primera pestaña: luego elige aquí una atención, una capa, una cabeza y una "
-            "palabra, y aparece el cálculo de la cabeza para esa palabra."
-        ),
+        "head.none": _HEAD_NONE["es"],
         "head.failed": "No se pudo mostrar el cálculo de esta cabeza ({error}).",
         "head.summary": (
             "**{kind}, capa {layer}, cabeza {head}, query “{query}”** (posición {position}): q, y cada una de las "

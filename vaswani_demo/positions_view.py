@@ -43,7 +43,7 @@ def positions_section(i18n: gr.I18n, downloads: dict[str, tuple[gr.Button, gr.Bu
     """Add the view's components to the current ``gr.Blocks``; their download buttons go into `downloads`."""
     gr.Markdown(i18n("positions.intro"), elem_classes=["vaswani-hide-in-presentation"])
     button = gr.Button(i18n("positions.button"), elem_id="positions-button")
-    summary = gr.Markdown("", elem_id="positions-summary")
+    summary = gr.Markdown(i18n("positions.empty"), elem_id="positions-summary")
     with gr.Row(equal_height=False):
         with gr.Column(scale=1):
             table = figure(i18n("positions.table"), "positions-table", show_label=False)

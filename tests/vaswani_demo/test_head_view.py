@@ -44,6 +44,7 @@ def _drawn(figure, name: str) -> np.ndarray:
     return np.asarray(ax.images[0].get_array())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["encoder", "decoder", "cross"])
 def test_the_view_draws_the_head_computation_of_the_chosen_word(backend, translated, kind):
     served = backend.runner.served(translated.direction)
@@ -72,6 +73,7 @@ def test_the_view_draws_the_head_computation_of_the_chosen_word(backend, transla
     assert len(words) == len(expected.query_tokens) and not any("▁" in word for word in words)
 
 
+@pytest.mark.slow
 def test_dropping_the_scale_redraws_the_weights_and_tells_both_entropies(backend, translated):
     scaled = head_view(backend, translated, "encoder", 0, 0, 1, False)
     unscaled = head_view(backend, translated, "encoder", 0, 0, 1, True)
@@ -89,9 +91,11 @@ def test_dropping_the_scale_redraws_the_weights_and_tells_both_entropies(backend
     assert "Shown: without ÷√d_k." in unscaled.summary and "Shown: with the model's scaling." in scaled.summary
 
 
+@pytest.mark.slow
 def test_the_view_speaks_the_page_language_and_says_what_to_do_first(backend, translated):
-    *_, summary, computation, concatenation, mask = head_outputs(backend, None, "encoder", 0, 0, 0, False)
-    assert summary == message("en", "head.none") and computation is None and mask["visible"] is False
+    *_, summary, computation, concatenation, mask, mask_box = head_outputs(backend, None, "encoder", 0, 0, 0, False)
+    assert summary == message("en", "head.none") and computation is concatenation is mask is None
+    assert mask_box["visible"] is False
     spanish = head_outputs(backend, None, "cross", 0, 0, 0, False, language="es")[3]
     assert spanish.startswith("Traduce una oración")
     layer, head, query, summary, *_ = head_outputs(backend, translated, "cross", 0, 0, 0, False, language="es")
