@@ -68,9 +68,11 @@ def contexts_section(
         second_box = gr.Textbox(
             second, label=i18n("contexts.second.label"), max_length=MAX_CHARS, elem_id="contexts-second"
         )
-    with gr.Row(equal_height=True):
+    with gr.Row(equal_height=False):
         word_box = gr.Textbox(word, label=i18n("contexts.word.label"), max_length=60, elem_id="contexts-word", scale=2)
-        button = gr.Button(i18n("contexts.button"), variant="primary", elem_id="contexts-button", scale=1)
+        button = gr.Button(
+            i18n("contexts.button"), variant="primary", elem_id="contexts-button", scale=1, min_width=160
+        )
     with gr.Row(equal_height=False):
         first_translation = gr.Textbox(
             label=i18n("contexts.first_translation"), interactive=False, elem_id="contexts-first-translation"

@@ -232,9 +232,9 @@ def head_summary(scaled: HeadComputation, unscaled: bool, language: str = DEFAUL
     without = scaled.with_scale(UNSCALED)
     without_scale = without.entropy
     if without_scale < with_scale:
-        # How many times fewer keys the weights effectively spread over: e^H is the number of equally weighted keys.
-        times = decimal(language, math.exp(with_scale - without_scale), 1)
-        verdict = message(language, "head.saturates", times=times)
+        # e^H: how many equally weighted keys would have the same entropy.
+        keys_with, keys_without = (decimal(language, math.exp(entropy), 1) for entropy in (with_scale, without_scale))
+        verdict = message(language, "head.saturates", scaled_keys=keys_with, unscaled_keys=keys_without)
     else:
         verdict = message(language, "head.flatter")
     lines.append(

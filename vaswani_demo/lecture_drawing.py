@@ -57,7 +57,7 @@ def plot_causal_mask(computation: Any, language: str = DEFAULT_LANGUAGE) -> Figu
     pieces = [_label(piece) for piece in shown_pieces(computation.key_tokens)]
     count = len(pieces)
     allowed = np.tril(np.ones((count, count)))
-    size = max(3.0, 0.42 * count + 1.6)
+    size = max(2.6, 0.28 * count + 1.4)
     figure = Figure(figsize=(size + 0.6, size), layout="constrained")
     ax = figure.add_subplot()
     ax.imshow(allowed, cmap=ListedColormap(["#f4f4f4", "#9ecae1"]), vmin=0, vmax=1)

@@ -142,7 +142,10 @@ MESSAGES: dict[str, dict[str, str]] = {
             "Entropy of the weights: **{scaled} nats** with the model's scaling, **{unscaled} nats** without it "
             "(the largest weight: {top_scaled} → {top_unscaled}). {verdict}"
         ),
-        "head.saturates": "Without ÷√d_k the softmax is {times}× more concentrated: it saturates.",
+        "head.saturates": (
+            "Without ÷√d_k the weights fall on fewer keys (e^entropy, the keys they effectively share: "
+            "{scaled_keys} → {unscaled_keys}): the softmax saturates."
+        ),
         "head.flatter": "Without ÷√d_k the weights are not more concentrated for this word.",
         "head.no_scale": (
             "This model does not divide the scores by √d_k (its scale is 1: T5 folds it into its weights), so "
@@ -199,7 +202,10 @@ MESSAGES: dict[str, dict[str, str]] = {
             "Entropía de los pesos: **{scaled} nats** con el escalado del modelo, **{unscaled} nats** sin él "
             "(el peso mayor: {top_scaled} → {top_unscaled}). {verdict}"
         ),
-        "head.saturates": "Sin ÷√d_k el softmax está {times} veces más concentrado: se satura.",
+        "head.saturates": (
+            "Sin ÷√d_k los pesos caen en menos keys (e^entropía, las keys que se reparten en la práctica: "
+            "{scaled_keys} → {unscaled_keys}): el softmax se satura."
+        ),
         "head.flatter": "Sin ÷√d_k los pesos no se concentran más para esta palabra.",
         "head.no_scale": (
             "Este modelo no divide las puntuaciones por √d_k (su escala es 1: T5 lo incorpora a sus pesos), así "

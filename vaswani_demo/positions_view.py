@@ -44,13 +44,11 @@ def positions_section(i18n: gr.I18n, downloads: dict[str, tuple[gr.Button, gr.Bu
     gr.Markdown(i18n("positions.intro"), elem_classes=["vaswani-hide-in-presentation"])
     button = gr.Button(i18n("positions.button"), elem_id="positions-button")
     summary = gr.Markdown(i18n("positions.empty"), elem_id="positions-summary")
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=1):
-            table = figure(i18n("positions.table"), "positions-table", show_label=False)
-            downloads["positions-table"] = download_buttons(i18n, "positions-table")
-        with gr.Column(scale=1):
-            order = figure(i18n("positions.order"), "positions-order", show_label=False)
-            downloads["positions-order"] = download_buttons(i18n, "positions-order")
+    # One under the other: the table is wide (a column per dimension).
+    table = figure(i18n("positions.table"), "positions-table", show_label=False)
+    downloads["positions-table"] = download_buttons(i18n, "positions-table")
+    order = figure(i18n("positions.order"), "positions-order", show_label=False)
+    downloads["positions-order"] = download_buttons(i18n, "positions-order")
     return PositionsLayout(button, summary, table, order)
 
 

@@ -134,3 +134,32 @@ def test_browser_a_click_on_a_word_draws_its_head(backend):
         expect(page.locator("#head-mask img")).to_be_visible(timeout=60_000)
         page.screenshot(path=str(ARTIFACTS / "demo-head.png"), full_page=True)
         print(f"click to figure: {seconds:.2f} s")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("architecture", ["marian", "t5"])
+def test_the_view_works_on_another_architecture(architecture, tiny_architecture_folders):
+    """T5 multiplies its scores by 1 and adds a relative position bias: nothing to drop, and the view says so."""
+    from vaswani_demo import DemoBackend
+
+    other = DemoBackend.load(str(tiny_architecture_folders[architecture]), backend="torch")
+    try:
+        direction = other.choices.directions[0]
+        record = other.runner.translate("El gato se comió el ratón.", direction).record
+        view = head_view(other, record, "encoder", 0, 0, 1)
+        expected = head_computation(
+            other.models[0].model,
+            other.models[0].tokenizer,
+            record.source_text,
+            direction=direction,
+            target=record.target_text,
+            kind="encoder",
+            layer=0,
+            head=0,
+            query=1,
+        )
+        np.testing.assert_allclose(_drawn(view.computation, "weights"), expected.weights, atol=1e-6)
+        no_scale = "does not divide the scores by √d_k" in view.summary
+        assert no_scale == (architecture == "t5"), view.summary
+    finally:
+        other.close()

@@ -32,3 +32,15 @@ def test_the_view_draws_the_models_encoding_and_the_shuffled_sentence(backend):
     with_positions, without_positions = (line.get_ydata() for line in order.axes[0].lines)
     np.testing.assert_allclose(with_positions, expected.with_positions, atol=1e-9)
     np.testing.assert_allclose(without_positions, expected.without_positions, atol=1e-9)
+
+
+@pytest.mark.slow
+def test_t5_shows_its_relative_bias(tiny_architecture_folders):
+    from vaswani_demo import DemoBackend
+
+    other = DemoBackend.load(str(tiny_architecture_folders["t5"]), backend="torch")
+    try:
+        summary, table, order = positions_outputs(other, None, language="es")
+        assert summary.startswith(message("es", "positions.summary.relative")) and table is not None
+    finally:
+        other.close()
