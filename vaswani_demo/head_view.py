@@ -76,8 +76,13 @@ def head_section(i18n: gr.I18n, downloads: dict[str, tuple[gr.Button, gr.Button]
             elem_id="head-kind",
             scale=3,
         )
-        layer = gr.Dropdown(["0"], value="0", label=i18n("head.layer.label"), elem_id="head-layer", scale=1)
-        head = gr.Dropdown(["0"], value="0", label=i18n("head.head.label"), elem_id="head-head", scale=1)
+        # Layer and head 0 until a translation says how many the served model has (`head_outputs`).
+        layer = gr.Dropdown(
+            [(i18n("choice.layer.0"), "0")], value="0", label=i18n("head.layer.label"), elem_id="head-layer", scale=1
+        )
+        head = gr.Dropdown(
+            [(i18n("choice.head.0"), "0")], value="0", label=i18n("head.head.label"), elem_id="head-head", scale=1
+        )
     query = gr.Radio([], value=None, label=i18n("head.query.label"), elem_id="head-query")
     unscaled = gr.Checkbox(False, label=i18n("head.unscaled.label"), elem_id="head-unscaled")
     summary = gr.Markdown(i18n("head.empty"), elem_id="head-summary")
@@ -116,8 +121,8 @@ def head_of_record(
 class HeadView:
     """What the view shows for one choice: the controls' choices and values, the sentence, the figures."""
 
-    layers: list[str]
-    heads: list[str]
+    layers: list[tuple[str, str]]
+    heads: list[tuple[str, str]]
     queries: list[tuple[str, str]]
     kind: str
     layer: int
@@ -185,8 +190,8 @@ def head_view(
     queries = [(word, str(position)) for position, word in enumerate(shown_pieces(scaled.query_tokens))]
     mask = plot_causal_mask(shown, language) if kind == "decoder" else None
     return HeadView(
-        layers=[str(i) for i in range(layers)],
-        heads=[str(i) for i in range(heads)],
+        layers=[(message(language, "layer.one", layer=i), str(i)) for i in range(layers)],
+        heads=[(message(language, "head.one", head=i), str(i)) for i in range(heads)],
         queries=queries,
         kind=kind,
         layer=layer,

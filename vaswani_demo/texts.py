@@ -25,7 +25,8 @@ from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from . import lecture_texts
+from .lecture_texts import MESSAGES as LECTURE_MESSAGES
+from .lecture_texts import PAGE as LECTURE_PAGE
 
 __all__ = [
     "CHOICES",
@@ -774,8 +775,8 @@ MESSAGES: dict[str, Mapping[str, str]] = {
 
 # The lecture's views keep their words in their own tables (`vaswani_demo.lecture_texts`), added here.
 for _language in LANGUAGES:
-    PAGE[_language].update(lecture_texts.PAGE[_language])
-    MESSAGES[_language].update(lecture_texts.MESSAGES[_language])
+    PAGE[_language].update(LECTURE_PAGE[_language])
+    MESSAGES[_language].update(LECTURE_MESSAGES[_language])
 
 MESSAGES = {
     language: ChainMap(texts, _method_texts(language, "about", "method.about.")) for language, texts in MESSAGES.items()
