@@ -191,6 +191,7 @@ def _bars(
     """One horizontal bar per key (0 for a masked key, whose row is greyed and says so), the first key on top."""
     rows = np.arange(len(values))
     ax.barh(rows, np.where(mask, values, 0.0), color=color, height=0.7)
+    ax.margins(x=0.3)  # room for the numbers written at the bars' ends
     if numbers:
         for row in rows[mask]:
             ax.text(

@@ -29,51 +29,54 @@ def architecture_models(tiny_architecture_folders, model, tokenizer):
     return found
 
 
-def _module_output(model, tokenizer, kind: str, layer: int):
-    """(the record, what the `kind` attention module of `layer` returned: (positions, d_model))."""
+def _module_outputs(model, tokenizer):
+    """(the record, {kind: what the last layer's `kind` attention module returned: (positions, d_model)})."""
     captured = {}
 
-    def hook(_module, _args, output):
-        captured["output"] = (output[0] if isinstance(output, tuple) else output)[0].detach().float().numpy()
+    def hook(kind):
+        def keep(_module, _args, output):
+            captured[kind] = (output[0] if isinstance(output, tuple) else output)[0].detach().float().numpy()
 
-    handle = attention_modules(model)[kind][layer].register_forward_hook(hook)
+        return keep
+
+    modules = attention_modules(model)
+    handles = [modules[kind][-1].register_forward_hook(hook(kind)) for kind in KINDS]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             record = extract(model, tokenizer, SOURCE, TARGET, direction="es-en")
     finally:
-        handle.remove()
-    return record, captured["output"]
+        for handle in handles:
+            handle.remove()
+    return record, captured
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["vaswani", *ARCHITECTURES])
 def test_each_step_is_the_models_own_computation(name, architecture_models):
+    """In the last layer of each kind: one head's steps (every head's for cross-attention, whose shares must add up
+    to the module's output: keys and values read from the encoder output, W_O's slices)."""
     model, tokenizer = architecture_models[name]
+    record, module_outputs = _module_outputs(model, tokenizer)
     for kind in KINDS:
         layers, heads = head_counts(model)[kind]
-        layer = layers - 1
-        record, module_output = _module_output(model, tokenizer, kind, layer)
-        query = record.attention(kind).shape[2] // 2
-        steps = [
-            head_computation(
-                model, tokenizer, SOURCE, direction="es-en", target=TARGET, kind=kind, layer=layer, head=h, query=query
-            )
-            for h in range(heads)
-        ]
-        for h, step in enumerate(steps):
+        layer, query = layers - 1, record.attention(kind).shape[2] // 2
+        settings = {"direction": "es-en", "target": TARGET, "kind": kind, "layer": layer, "query": query}
+        chosen = range(heads) if kind == "cross" else [heads - 1]
+        steps = {h: head_computation(model, tokenizer, SOURCE, head=h, **settings) for h in chosen}
+        for h, step in steps.items():
             np.testing.assert_allclose(step.weights, record.attention(kind)[layer, h, query], atol=1e-5)
             np.testing.assert_allclose(step.scores, step.keys @ step.query, rtol=1e-5, atol=1e-5)
             np.testing.assert_allclose(step.output, step.weights @ step.values, rtol=1e-5, atol=1e-6)
-            assert (
-                step.query_tokens[query] == (record.source_tokens if kind == "encoder" else record.target_tokens)[query]
-            )
-        bias = projections(model, attention_modules(model)[kind][layer]).output.bias
-        total = sum(step.head_output for step in steps) + (0 if bias is None else bias.detach().numpy())
-        np.testing.assert_allclose(total, module_output[query], rtol=1e-4, atol=1e-5)
-        step = steps[-1]
-        expected_mask = np.arange(len(step.key_tokens)) <= query if kind == "decoder" else np.ones(len(step.key_tokens))
-        np.testing.assert_array_equal(step.mask, expected_mask.astype(bool))
+            queries = record.source_tokens if kind == "encoder" else record.target_tokens
+            assert step.query_tokens == queries
+        if kind == "cross":
+            bias = projections(model, attention_modules(model)[kind][layer]).output.bias
+            total = sum(step.head_output for step in steps.values()) + (0 if bias is None else bias.detach().numpy())
+            np.testing.assert_allclose(total, module_outputs[kind][query], rtol=1e-4, atol=1e-5)
+        step = steps[heads - 1]
+        seen = np.arange(len(step.key_tokens)) <= query if kind == "decoder" else np.ones(len(step.key_tokens))
+        np.testing.assert_array_equal(step.mask, seen.astype(bool))
         assert step.weights[~step.mask].sum() == 0
         if name == "t5":  # no 1/sqrt(d_k); positions enter the self-attention scores as a learned bias
             assert step.scale == 1.0
@@ -89,13 +92,13 @@ def test_each_step_is_the_models_own_computation(name, architecture_models):
 
 @pytest.mark.slow
 def test_the_models_own_translation_and_the_scale_argument(model, tokenizer):
-    record = extract(model, tokenizer, SOURCE, direction="es-en")
-    step = head_computation(model, tokenizer, SOURCE, direction="es-en", kind="cross", layer=0, head=0, query=0)
+    short = {"max_new_tokens": 4}  # (random weights: a short translation is as good a test)
+    record = extract(model, tokenizer, SOURCE, direction="es-en", generate_kwargs=short)
+    settings = {"direction": "es-en", "generate_kwargs": short, "kind": "cross", "layer": 0, "head": 0, "query": 0}
+    step = head_computation(model, tokenizer, SOURCE, **settings)
     assert step.query_tokens == record.target_tokens and step.key_tokens == record.source_tokens
     np.testing.assert_allclose(step.weights, record.cross[0, 0, 0], atol=1e-5)
-    doubled = head_computation(
-        model, tokenizer, SOURCE, direction="es-en", kind="cross", layer=0, head=0, query=0, scale=2 * step.scale
-    )
+    doubled = head_computation(model, tokenizer, SOURCE, **settings, scale=2 * step.scale)
     np.testing.assert_allclose(doubled.weights, step.with_scale(2 * step.scale).weights, atol=1e-7)
     assert doubled.model_scale == step.scale and doubled.scale == 2 * step.scale
     entropy = -(step.weights * np.log(step.weights)).sum()
