@@ -48,6 +48,7 @@ _TEXTS = {
         "order_note": "shuffled: {tokens}",
         "with": "with positions",
         "without": "without positions",
+        "largest": "{label} (largest: {value:.0e})",
         "distance": "cosine distance (mean over tokens)",
         "input": "input",
         "layer": "layer {n}",
@@ -73,6 +74,7 @@ _TEXTS = {
         "order_note": "desordenada: {tokens}",
         "with": "con posiciones",
         "without": "sin posiciones",
+        "largest": "{label} (máxima: {value:.0e})",
         "distance": "distancia coseno (media de los tokens)",
         "input": "entrada",
         "layer": "capa {n}",
@@ -167,7 +169,10 @@ def plot_order_blindness(result: OrderBlindness, *, language: str = "en") -> Fig
     ax = figure.add_subplot()
     steps = np.arange(len(result.with_positions))
     ax.plot(steps, result.with_positions, marker="o", color=_SECOND, label=texts["with"])
-    ax.plot(steps, result.without_positions, marker="s", color=_FIRST, label=texts["without"])
+    # The curve without positions lies on the axis: the legend says how small its largest distance is.
+    largest = float(np.max(result.without_positions_max))
+    without = texts["largest"].format(label=texts["without"], value=largest)
+    ax.plot(steps, result.without_positions, marker="s", color=_FIRST, label=without)
     ax.set_xticks(steps, _layer_labels(len(steps), texts), fontsize=_FONT - 1)
     ax.set_ylabel(texts["distance"], fontsize=_FONT - 1)
     ax.set_ylim(bottom=0.0, top=max(1e-3, 1.15 * float(np.max(result.with_positions))))

@@ -61,6 +61,10 @@ def test_order_blindness_draws_both_lines_and_the_shuffled_sentence():
     np.testing.assert_array_equal(without_line.get_ydata(), result.without_positions)
     assert [tick.get_text() for tick in ax.get_xticklabels()] == ["input", "layer 1", "layer 2"]
     assert any(text.get_text().endswith(": gato el") for text in ax.texts)
+    assert [text.get_text() for text in ax.get_legend().get_texts()] == [
+        "with positions",
+        "without positions (largest: 3e-09)",
+    ]
 
 
 def _side(rows, unit):
