@@ -183,8 +183,8 @@ PAGE_CSS = f"""
   #head-computation img, #positions-table img {{ max-width: none !important; width: 820px; }}
   #contexts-figure img {{ max-width: none !important; width: 640px; }}
 }}
-.{PRESENT_CLASS} #head-summary, .{PRESENT_CLASS} #positions-summary, .{PRESENT_CLASS} #contexts-summary {{
-  font-size: 1.5rem; line-height: 1.4; }}
+.{PRESENT_CLASS} #head-summary p, .{PRESENT_CLASS} #positions-summary p, .{PRESENT_CLASS} #contexts-summary p {{
+  font-size: 1.5rem !important; line-height: 1.4; }}
 .{PRESENT_CLASS} #head-query label, .{PRESENT_CLASS} #head-kind label {{ font-size: 1.3rem; }}
 """
 
