@@ -30,6 +30,7 @@ from vaswani_inspect.record import KINDS
 from .answers import request_language
 from .components import download_buttons, figure
 from .lecture_drawing import plot_causal_mask, plot_concatenation, shown_pieces
+from .settings import STATE_TTL_SECONDS
 from .texts import DEFAULT_LANGUAGE, Named, decimal, message
 
 __all__ = [
@@ -62,10 +63,14 @@ class HeadLayout:
     concatenation: gr.Plot
     mask: gr.Plot
     mask_box: gr.Column
+    drawn: gr.State  # `drawn_key` of the record drawn
+    tab: gr.Tab | None = None  # opening it draws the view for a new record
 
 
-def head_section(i18n: gr.I18n, downloads: dict[str, tuple[gr.Button, gr.Button]]) -> HeadLayout:
-    """Add the view's components to the current ``gr.Blocks`` (inside its tab); their download buttons go into
+def head_section(
+    i18n: gr.I18n, downloads: dict[str, tuple[gr.Button, gr.Button]], tab: gr.Tab | None = None
+) -> HeadLayout:
+    """Add the view's components to the current ``gr.Blocks`` (inside its `tab`); their download buttons go into
     `downloads`. The layer, head and word choices are the record's, set after each translation."""
     gr.Markdown(i18n("head.intro"), elem_classes=["vaswani-hide-in-presentation"])
     with gr.Row(equal_height=False):
@@ -93,7 +98,10 @@ def head_section(i18n: gr.I18n, downloads: dict[str, tuple[gr.Button, gr.Button]
     with gr.Column(visible=False) as mask_box:  # shown for the decoder's self-attention
         mask = figure(i18n("head.mask"), "head-mask", show_label=False)
         downloads["head-mask"] = download_buttons(i18n, "head-mask")
-    return HeadLayout(kind, layer, head, query, unscaled, summary, computation, concatenation, mask, mask_box)
+    drawn = gr.State(None, time_to_live=STATE_TTL_SECONDS)
+    return HeadLayout(
+        kind, layer, head, query, unscaled, summary, computation, concatenation, mask, mask_box, drawn, tab
+    )
 
 
 def head_of_record(
@@ -297,33 +305,65 @@ def head_outputs(
     )
 
 
+def drawn_key(record: Any) -> str | None:
+    """What names the record a view was drawn for (None: no record): a new translation is a new record."""
+    return None if record is None else f"{id(record)}:{record.direction}:{record.source_text}:{record.target_text}"
+
+
 def head_handlers(backend: Any) -> tuple[Callable[..., tuple[Any, ...]], Callable[..., tuple[Any, ...]]]:
-    """The page's (a new record or kind: controls and figures from the first word; any other control: redraw)
-    functions."""
+    """The page's (the tab opened: controls and figures from the first word, unless drawn for this record already;
+    any other control: redraw) functions; the first also returns the record's `drawn_key`, the second a choice of
+    kind (`reset`) as the first does."""
 
-    def refresh(record: Any, kind: Any, layer: Any, head: Any, query: Any, unscaled: Any, request: gr.Request = None):
+    def refresh(
+        record: Any,
+        kind: Any,
+        layer: Any,
+        head: Any,
+        query: Any,
+        unscaled: Any,
+        drawn: Any = None,
+        request: gr.Request = None,
+    ) -> tuple[Any, ...]:
+        key = drawn_key(record)
+        if key is not None and key == drawn:
+            return tuple(gr.skip() for _ in range(9))
         language = request_language(request)
-        return head_outputs(backend, record, kind, layer, head, query, unscaled, language=language, reset=True)
+        outputs = head_outputs(backend, record, kind, layer, head, query, unscaled, language=language, reset=True)
+        return (*outputs, key)
 
-    def redraw(record: Any, kind: Any, layer: Any, head: Any, query: Any, unscaled: Any, request: gr.Request = None):
+    def redraw(
+        record: Any, kind: Any, layer: Any, head: Any, query: Any, unscaled: Any, request: gr.Request = None
+    ) -> tuple[Any, ...]:
         return head_outputs(backend, record, kind, layer, head, query, unscaled, language=request_language(request))
 
     return refresh, redraw
 
 
 def wire_head(head: HeadLayout, backend: Any, record_state: gr.State, redraw_events: dict[str, Any]) -> Callable:
-    """Attach the view's events; returns the function that, given a translation event, draws the view once it has
-    finished. The controls redraw on the user's input only (``.input``), not when a redraw sets them."""
+    """Attach the view's events; returns the function to call with each translation event. The view is computed
+    when its tab is opened (`HeadLayout.tab`) for a record it was not drawn for, so that a translation costs nothing
+    here while the tab is closed (the translate button is on another tab); the controls redraw on the user's input
+    only (``.input``), not when a redraw sets them."""
     events = {**redraw_events, "concurrency_id": "head", "show_progress": "minimal"}
     refresh, redraw = head_handlers(backend)
     inputs = [record_state, head.kind, head.layer, head.head, head.query, head.unscaled]
     outputs = [head.layer, head.head, head.query, head.summary]
     outputs += [head.computation, head.concatenation, head.mask, head.mask_box]
-    head.kind.input(refresh, inputs=inputs, outputs=outputs, **events)
+    opened = dict(inputs=[*inputs, head.drawn], outputs=[*outputs, head.drawn], **events)
+    if head.tab is not None:
+        head.tab.select(refresh, **opened)
+
+    def choose_kind(*values: Any, request: gr.Request = None) -> tuple[Any, ...]:
+        return refresh(*values[:-1], None, request)  # drawn for this record or not: from the kind's first word
+
+    head.kind.input(choose_kind, **opened)
     for control in (head.layer, head.head, head.query, head.unscaled):
         control.input(redraw, inputs=inputs, outputs=outputs, **events)
 
     def after(translation: Any) -> None:
-        translation.then(refresh, inputs=inputs, outputs=outputs, **events)
+        # A new record has a new `drawn_key`: the next opening of the tab draws it. Without a tab, draw it now.
+        if head.tab is None:
+            translation.then(refresh, **opened)
 
     return after

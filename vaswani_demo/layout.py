@@ -231,8 +231,8 @@ def build_layout(choices: DemoChoices, i18n: gr.I18n) -> DemoLayout:
                 record_file = gr.File(label=i18n("record.label"), interactive=False, elem_id="record-file")
         with gr.Tab(i18n("tab.steps"), id="steps", elem_id="tab-steps"):
             steps = steps_section(i18n, downloads)
-        with gr.Tab(i18n("tab.head"), id="head", elem_id="tab-head"):
-            one_head = head_section(i18n, downloads)
+        with gr.Tab(i18n("tab.head"), id="head", elem_id="tab-head") as head_tab:
+            one_head = head_section(i18n, downloads, head_tab)
         with gr.Tab(i18n("tab.positions"), id="positions", elem_id="tab-positions"):
             positions = positions_section(i18n, downloads)
             contexts = contexts_section(choices.directions, i18n, downloads)

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-pytest.importorskip("gradio")
+gr = pytest.importorskip("gradio")
 
 from tests.vaswani_demo.browser import ARTIFACTS, demo_page, show  # noqa: E402
 from tests.vaswani_demo.test_app import CHROMIUM  # noqa: E402
@@ -105,6 +105,17 @@ def test_the_view_speaks_the_page_language_and_says_what_to_do_first(backend, tr
         head_outputs(backend, translated, "cross", 0, 0, 0, False, language="es", reset=True)[2]["value"] == "1"
     )  # a new
     # record or kind starts at the first output piece (row 0 is the start token)
+
+
+@pytest.mark.slow
+def test_opening_the_tab_again_draws_nothing_new(backend, translated):
+    from vaswani_demo.head_view import drawn_key, head_handlers
+
+    refresh, _ = head_handlers(backend)
+    *first, drawn = refresh(translated, "encoder", 0, 0, None, False, None)
+    assert drawn == drawn_key(translated) and first[4] is not None
+    again = refresh(translated, "encoder", 0, 0, None, False, drawn)
+    assert all(isinstance(value, type(gr.skip())) for value in again)
 
 
 @pytest.mark.browser
