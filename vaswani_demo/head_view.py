@@ -34,11 +34,16 @@ from .settings import STATE_TTL_SECONDS
 from .texts import DEFAULT_LANGUAGE, Named, decimal, message
 
 __all__ = [
+    "UNSCALED",
     "HeadLayout",
     "HeadView",
+    "drawn_key",
     "head_controls_for",
+    "head_handler",
     "head_of_record",
+    "head_outputs",
     "head_section",
+    "head_summary",
     "head_view",
     "wire_head",
 ]
@@ -310,12 +315,12 @@ def drawn_key(record: Any) -> str | None:
     return None if record is None else f"{id(record)}:{record.direction}:{record.source_text}:{record.target_text}"
 
 
-def head_handlers(backend: Any) -> tuple[Callable[..., tuple[Any, ...]], Callable[..., tuple[Any, ...]]]:
-    """The page's (the tab opened: controls and figures from the first word, unless drawn for this record already;
-    any other control: redraw) functions; the first also returns the record's `drawn_key`, the second a choice of
-    kind (`reset`) as the first does."""
+def head_handler(backend: Any, *, reset: bool, skip_drawn: bool) -> Callable[..., tuple[Any, ...]]:
+    """A page function of the view: `head_outputs` and the record's `drawn_key`, in the request's language;
+    `reset` starts at the kind's first word (the tab opened, a kind chosen), `skip_drawn` leaves the page as it is
+    when the view was drawn for this record already (the tab opened again)."""
 
-    def refresh(
+    def handle(
         record: Any,
         kind: Any,
         layer: Any,
@@ -326,18 +331,13 @@ def head_handlers(backend: Any) -> tuple[Callable[..., tuple[Any, ...]], Callabl
         request: gr.Request = None,
     ) -> tuple[Any, ...]:
         key = drawn_key(record)
-        if key is not None and key == drawn:
+        if skip_drawn and key is not None and key == drawn:
             return tuple(gr.skip() for _ in range(9))
         language = request_language(request)
-        outputs = head_outputs(backend, record, kind, layer, head, query, unscaled, language=language, reset=True)
+        outputs = head_outputs(backend, record, kind, layer, head, query, unscaled, language=language, reset=reset)
         return (*outputs, key)
 
-    def redraw(
-        record: Any, kind: Any, layer: Any, head: Any, query: Any, unscaled: Any, request: gr.Request = None
-    ) -> tuple[Any, ...]:
-        return head_outputs(backend, record, kind, layer, head, query, unscaled, language=request_language(request))
-
-    return refresh, redraw
+    return handle
 
 
 def wire_head(head: HeadLayout, backend: Any, record_state: gr.State, redraw_events: dict[str, Any]) -> Callable:
@@ -346,24 +346,20 @@ def wire_head(head: HeadLayout, backend: Any, record_state: gr.State, redraw_eve
     here while the tab is closed (the translate button is on another tab); the controls redraw on the user's input
     only (``.input``), not when a redraw sets them."""
     events = {**redraw_events, "concurrency_id": "head", "show_progress": "minimal"}
-    refresh, redraw = head_handlers(backend)
-    inputs = [record_state, head.kind, head.layer, head.head, head.query, head.unscaled]
+    inputs = [record_state, head.kind, head.layer, head.head, head.query, head.unscaled, head.drawn]
     outputs = [head.layer, head.head, head.query, head.summary]
-    outputs += [head.computation, head.concatenation, head.mask, head.mask_box]
-    opened = dict(inputs=[*inputs, head.drawn], outputs=[*outputs, head.drawn], **events)
+    outputs += [head.computation, head.concatenation, head.mask, head.mask_box, head.drawn]
+    wired = dict(inputs=inputs, outputs=outputs, **events)
+    opened = head_handler(backend, reset=True, skip_drawn=True)
     if head.tab is not None:
-        head.tab.select(refresh, **opened)
-
-    def choose_kind(*values: Any, request: gr.Request = None) -> tuple[Any, ...]:
-        return refresh(*values[:-1], None, request)  # drawn for this record or not: from the kind's first word
-
-    head.kind.input(choose_kind, **opened)
+        head.tab.select(opened, **wired)
+    head.kind.input(head_handler(backend, reset=True, skip_drawn=False), **wired)
     for control in (head.layer, head.head, head.query, head.unscaled):
-        control.input(redraw, inputs=inputs, outputs=outputs, **events)
+        control.input(head_handler(backend, reset=False, skip_drawn=False), **wired)
 
     def after(translation: Any) -> None:
         # A new record has a new `drawn_key`: the next opening of the tab draws it. Without a tab, draw it now.
         if head.tab is None:
-            translation.then(refresh, **opened)
+            translation.then(opened, **wired)
 
     return after

@@ -109,9 +109,9 @@ def test_the_view_speaks_the_page_language_and_says_what_to_do_first(backend, tr
 
 @pytest.mark.slow
 def test_opening_the_tab_again_draws_nothing_new(backend, translated):
-    from vaswani_demo.head_view import drawn_key, head_handlers
+    from vaswani_demo.head_view import drawn_key, head_handler
 
-    refresh, _ = head_handlers(backend)
+    refresh = head_handler(backend, reset=True, skip_drawn=True)
     *first, drawn = refresh(translated, "encoder", 0, 0, None, False, None)
     assert drawn == drawn_key(translated) and first[4] is not None
     again = refresh(translated, "encoder", 0, 0, None, False, drawn)
@@ -143,6 +143,7 @@ def test_browser_a_click_on_a_word_draws_its_head(backend):
         # The decoder's self-attention draws its causal mask too.
         page.locator("#head-kind label").nth(1).click()
         expect(page.locator("#head-mask img")).to_be_visible(timeout=60_000)
+        expect(page.locator("#head-summary")).to_contain_text("Decoder self-attention, layer 0, head 0")
         page.screenshot(path=str(ARTIFACTS / "demo-head.png"), full_page=True)
         print(f"click to figure: {seconds:.2f} s")
 
