@@ -31,6 +31,12 @@ FIGURE_NAMES = {
     "causes-decoder-heads": "patching-decoder-heads",
     "causes-cross-heads": "patching-cross-attention-heads",
     "causes-lens": "logit-lens",
+    "head-computation": "inside-one-head",
+    "head-concat": "heads-through-output-projection",
+    "head-mask": "causal-mask",
+    "positions-table": "positional-encoding",
+    "positions-order": "order-blindness",
+    "contexts-figure": "one-word-two-contexts",
 }
 
 

@@ -42,7 +42,9 @@ from .backend import DemoBackend
 from .causes_view import wire_causes, wire_why
 from .checks import alignment_options, translation_request, view_options
 from .components import FIGURE_NAMES
+from .contexts_view import wire_contexts
 from .explaining import explanation_handlers
+from .head_view import wire_head
 from .layout import DemoLayout
 from .page_script import (
     CURRENT_LANGUAGE_JS,
@@ -51,6 +53,7 @@ from .page_script import (
     SWITCH_LANGUAGE_JS,
     download_js,
 )
+from .positions_view import wire_positions
 from .runner import AblationResult, TranslationResult
 from .settings import MODEL_ALIGNER
 from .steps_view import wire_steps
@@ -458,6 +461,10 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
     trace_steps = wire_steps(ui.steps, backend, ui.record_state, redraw_events)
     wire_why(ui.why, ui.steps, backend, ui.record_state, redraw_events)
     first_sentence = wire_causes(ui.causes, backend, ui.record_state, ui.direction, concurrency_limit=concurrency_limit)
+    draw_head = wire_head(ui.one_head, backend, ui.record_state, redraw_events)
+    wire_positions(ui.positions, backend, ui.record_state, redraw_events)
+    translating = dict(api_visibility="private", concurrency_id="model", concurrency_limit=concurrency_limit)
+    wire_contexts(ui.contexts, backend, translating)
 
     def after(translation: Any) -> None:
         """Once `translation` (an event) has finished: draw its figures, trace its decoding step by step and offer
@@ -465,6 +472,7 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
         translation.then(explained_alignment, inputs=explained_inputs, outputs=explained_shown, **redraw_events)
         trace_steps(translation)
         first_sentence(translation)
+        draw_head(translation)
         translation.then(redraw_view, inputs=view_inputs, outputs=[ui.views], **redraw_events)
         translation.then(offer_record, inputs=[ui.record_state], outputs=[ui.record_file], **redraw_events)
 

@@ -25,10 +25,13 @@ from vaswani_inspect.views import view_names
 from .causes_view import CausesLayout, WhyLayout, causes_section, why_section
 from .choices import DemoChoices
 from .components import FIGURE_NAMES, download_buttons, figure
+from .contexts_view import ContextsLayout, contexts_section
 from .drawing import pair_headers
 from .embed import placeholder_html
 from .explaining import method_note
+from .head_view import HeadLayout, head_section
 from .models import architecture_name
+from .positions_view import PositionsLayout, positions_section
 from .settings import (
     DIRECTIONS,
     EXAMPLES,
@@ -185,6 +188,10 @@ class DemoLayout:
     api_trigger: gr.Button
     # each figure's download buttons, by the figure's elem_id: (PNG button, SVG button)
     downloads: dict[str, tuple[gr.Button, gr.Button]] = field(default_factory=dict)
+    # the lecture's views: one head's computation, the positional encoding, one word in two sentences
+    one_head: HeadLayout | None = None
+    positions: PositionsLayout | None = None
+    contexts: ContextsLayout | None = None
 
 
 def build_layout(choices: DemoChoices, i18n: gr.I18n) -> DemoLayout:
@@ -192,9 +199,9 @@ def build_layout(choices: DemoChoices, i18n: gr.I18n) -> DemoLayout:
 
     The translate tab shows, top to bottom, the sentence and its translation, the alignment figures (the course's
     picture first), the special tokens' legend and the explanation method; the figure options, the technical
-    prose and the rest are folded. The step-by-step view (with "why this word and not that one"), the ablation
-    panel, what causes the translation (patching and the lenses, `vaswani_demo.causes_view`) and bertviz have a tab
-    each."""
+    prose and the rest are folded. The step-by-step view (with "why this word and not that one"), one head's
+    computation ("Inside one head"), the positions and contexts, the ablation panel, what causes the translation
+    (patching and the lenses, `vaswani_demo.causes_view`) and bertviz have a tab each."""
     downloads: dict[str, tuple[gr.Button, gr.Button]] = {}
     with gr.Row(elem_id="page-controls"):
         with gr.Column(scale=4):
@@ -230,6 +237,11 @@ def build_layout(choices: DemoChoices, i18n: gr.I18n) -> DemoLayout:
         with gr.Tab(i18n("tab.steps"), id="steps", elem_id="tab-steps"):
             steps = steps_section(i18n, downloads)
             why = why_section(i18n, downloads)
+        with gr.Tab(i18n("tab.head"), id="head", elem_id="tab-head") as head_tab:
+            one_head = head_section(i18n, downloads, head_tab)
+        with gr.Tab(i18n("tab.positions"), id="positions", elem_id="tab-positions"):
+            positions = positions_section(i18n, downloads)
+            contexts = contexts_section(choices.directions, i18n, downloads)
         with gr.Tab(i18n("tab.ablation"), id="ablation", elem_id="tab-ablation"):
             ablation = _ablation_section(choices, i18n, downloads)
         with gr.Tab(i18n("tab.causes"), id="causes", elem_id="tab-causes"):
@@ -259,6 +271,9 @@ def build_layout(choices: DemoChoices, i18n: gr.I18n) -> DemoLayout:
         explanations_state=explanations_state,
         api_trigger=api_trigger,
         downloads=downloads,
+        one_head=one_head,
+        positions=positions,
+        contexts=contexts,
     )
 
 

@@ -155,8 +155,9 @@ def download_js(elem_id: str, name: str, kind: str) -> str:
 
 
 #: The page's style: the figures fit the screen (a long translation must not make a heatmap metres tall), the
-#: bertviz frame scrolls on a phone instead of being clipped, and the presentation mode shows the translation,
-#: the alignment and the steps in large type, and hides the rest.
+#: bertviz frame and the lecture views' wide figures scroll on a phone instead of being clipped or shrunk, and the
+#: presentation mode shows the translation, the alignment, the steps and the lecture views' sentences and words in
+#: large type, and hides the rest.
 PAGE_CSS = f"""
 .vaswani-figure img {{ max-width: 100%; height: auto; }}
 #bertviz {{ overflow-x: auto; -webkit-overflow-scrolling: touch; }}
@@ -178,7 +179,13 @@ PAGE_CSS = f"""
   #examples-block {{ order: 2; }}
   #steps-tree {{ overflow-x: auto; }}
   #steps-tree img {{ max-width: none !important; width: 880px; }}
+  #head-computation, #positions-table, #contexts-figure {{ overflow-x: auto; }}
+  #head-computation img, #positions-table img {{ max-width: none !important; width: 820px; }}
+  #contexts-figure img {{ max-width: none !important; width: 640px; }}
 }}
+.{PRESENT_CLASS} #head-summary p, .{PRESENT_CLASS} #positions-summary p, .{PRESENT_CLASS} #contexts-summary p {{
+  font-size: 1.5rem !important; line-height: 1.4; }}
+.{PRESENT_CLASS} #head-query label, .{PRESENT_CLASS} #head-kind label {{ font-size: 1.3rem; }}
 """
 
 

@@ -312,6 +312,13 @@ class ModelRunner:
             return settings, record.target_text
         return settings, self._extract_by(served, model, record.source_text, record.direction, settings).target_text
 
+    @contextlib.contextmanager
+    def inspecting(self, served: ServedModel) -> Iterator[Any]:
+        """Inside: the copy of `served`'s model (`copy_of`), for a computation that hooks into it (one head's
+        arithmetic, `vaswani_demo.head_view`), one at a time with the ablations and explanations."""
+        with self._ablation_lock:
+            yield self.copy_of(served)
+
     def copy_of(self, served: ServedModel) -> Any:
         """The copy of `served`'s model that ablated runs switch heads off in and explanations run (made on first
         use; a one-direction model's copy keeps the direction it was told)."""

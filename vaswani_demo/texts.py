@@ -10,9 +10,10 @@ Two kinds of text:
   (`language_from_header`, read from its ``Accept-Language`` header) by `message`.
 
 `CHOICES` names the values of the radio buttons and dropdowns in both languages. The explanation methods' labels
-and descriptions are their registry entries' (`vaswani_inspect.attribution.registry`), read when asked. The words
-of the "What causes it?" tab are `vaswani_demo.causes_texts`' tables, added to these. Nothing else is imported here,
-so that the parts without Gradio (`checks`, `choices`, `runner`, `drawing`) can use it.
+and descriptions are their registry entries' (`vaswani_inspect.attribution.registry`), read when asked. The lecture's
+views keep their texts in `vaswani_demo.lecture_texts`, and the "What causes it?" tab its own in
+`vaswani_demo.causes_texts`, added to `PAGE` and `MESSAGES` here. Nothing else is imported here, so that the parts
+without Gradio (`checks`, `choices`, `runner`, `drawing`) can use it.
 
 Long because it is the demo's whole phrase book, one table per language, which must be read (and kept) side by side.
 """
@@ -27,6 +28,8 @@ from typing import Any
 
 from .causes_texts import MESSAGES as _CAUSES_MESSAGES
 from .causes_texts import PAGE as _CAUSES_PAGE
+from .lecture_texts import MESSAGES as LECTURE_MESSAGES
+from .lecture_texts import PAGE as LECTURE_PAGE
 
 __all__ = [
     "CHOICES",
@@ -777,6 +780,10 @@ MESSAGES: dict[str, Mapping[str, str]] = {
 for _language in LANGUAGES:
     PAGE[_language].update(_CAUSES_PAGE[_language])
     MESSAGES[_language].update(_CAUSES_MESSAGES[_language])
+# The lecture's views keep their words in their own tables (`vaswani_demo.lecture_texts`), added here.
+for _language in LANGUAGES:
+    PAGE[_language].update(LECTURE_PAGE[_language])
+    MESSAGES[_language].update(LECTURE_MESSAGES[_language])
 
 MESSAGES = {
     language: ChainMap(texts, _method_texts(language, "about", "method.about.")) for language, texts in MESSAGES.items()

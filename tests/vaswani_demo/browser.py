@@ -47,6 +47,8 @@ def demo_page(backend: Any) -> Iterator[tuple[Any, Any]]:
 TABS = {
     "translate": "tab-translate",
     "steps": "tab-steps",
+    "head": "tab-head",
+    "positions": "tab-positions",
     "ablation": "tab-ablation",
     "causes": "tab-causes",
     "bertviz": "tab-bertviz",
