@@ -10,8 +10,7 @@ model types or names elsewhere is read from the registry when it is used, so an 
   CTranslate2 for the same entries;
 * `vaswani_inspect.architectures` re-exports the registry and reads a model's attention where its entry says
   (``layers``, ``modules``, ``projections``, ``heads``, ``head_dim``, ``scaling``, ``position_bias``,
-  ``output_scale``) and finds its positional encoding (``positions``, ``position_kind``);
-  (``layers``, ``modules``, ``projections``, ``heads``, ``head_dim``, ``output_scale``, ``final_norm``);
+  ``output_scale``, ``final_norm``) and finds its positional encoding (``positions``, ``position_kind``);
 * the tiny test models of `vaswani_inspect.testing_models` are keyed by the entries' names.
 
 Why here and not in `vaswani_inspect`: `hf_vaswani` must not import the inspection toolkit (tests/test_layering.py),
