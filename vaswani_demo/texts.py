@@ -776,14 +776,24 @@ MESSAGES = {
 
 class Named:
     """A control's value as a field of a message: it is written with its label in the message's language
-    (`CHOICES`), with a lower-case first letter for `lower` (inside a sentence)."""
+    (`CHOICES`), with a lower-case first letter for `lower` (inside a sentence), unless its first word is a name
+    written in capitals ("ALTI+" stays "ALTI+", not "aLTI+")."""
 
     def __init__(self, control: str, value: str, *, lower: bool = False) -> None:
         self.control, self.value, self.lower = control, value, lower
 
     def told(self, language: str) -> str:
         label = CHOICES[_supported(language)][self.control][self.value]
-        return label[:1].lower() + label[1:] if self.lower else label
+        return _in_sentence(label) if self.lower else label
+
+
+def _in_sentence(label: str) -> str:
+    """`label` as it is written inside a sentence: its first letter in lower case, unless its first word has
+    another capital (an acronym or a name: "ALTI+", "SmoothGrad")."""
+    first = label.split(" ", 1)[0]
+    if any(character.isupper() for character in first[1:]):
+        return label
+    return label[:1].lower() + label[1:]
 
 
 class Offered:
