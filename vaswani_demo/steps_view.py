@@ -21,6 +21,7 @@ from typing import Any
 import gradio as gr
 
 from hf_vaswani.placeholders import Protected, find_spans, protect, restore, vocabulary_of
+from vaswani_inspect.pieces import METASPACE
 from vaswani_inspect.step_plots import plot_beam_tree, plot_candidates, plot_prefix, plot_source_attention
 from vaswani_inspect.steps import trace_decoding
 
@@ -32,6 +33,7 @@ from .texts import DEFAULT_LANGUAGE, message
 __all__ = [
     "StepsLayout",
     "decoded_source",
+    "shown_piece",
     "step_outputs",
     "step_summary",
     "steps_section",
@@ -148,7 +150,8 @@ def trace_note(record: Any, trace: Any, protected: Protected | None, language: s
 
 
 def step_summary(trace: Any, index: int, language: str = DEFAULT_LANGUAGE) -> str:
-    """One sentence for step `index` (from 0): which piece the translation took there, and its probability."""
+    """One sentence for step `index` (from 0): which piece the translation took there (as a word: `shown_piece`),
+    and its probability."""
     step = trace.steps[index]
     chosen = step.chosen
     if chosen is None:  # the winner had already ended: its last step
@@ -159,7 +162,14 @@ def step_summary(trace: Any, index: int, language: str = DEFAULT_LANGUAGE) -> st
     fields = {"step": index + 1, "steps": len(trace.steps), "probability": probability}
     if chosen is None or chosen.piece in ("</s>", "<eos>"):
         return message(language, "steps.where.end", **fields)
-    return message(language, "steps.where", piece=f"“{chosen.piece}”", **fields)
+    return message(language, "steps.where", piece=f"“{shown_piece(chosen.piece)}”", **fields)
+
+
+def shown_piece(piece: str) -> str:
+    """A piece as a student reads it: the word-start mark left out ("▁the" is "the"); a piece that is nothing but
+    the mark stays as it is."""
+    text = piece.replace(METASPACE, "")
+    return text if text.strip() else piece
 
 
 def step_outputs(trace: Any, step: Any, language: str = DEFAULT_LANGUAGE) -> tuple[Any, ...]:
