@@ -106,7 +106,8 @@ PAGE: dict[str, dict[str, str]] = {
             "Attention weights show where a head reads from, not what it does for the output. Tick heads (layer "
             "L, head H, from 0) and translate the last sentence again with them switched off: their output is "
             "zeroed before the layer's output projection (Michel et al. 2019). The translation and its alignment "
-            "lines (read with the choices above) appear next to the ones with every head on. "
+            'lines (read with the layer, head, shift and punctuation chosen on the Translate tab, under "Figure '
+            'options") appear next to the ones with every head on. '
             "`hf-vaswani head-importance` measures every head this way on a test set."
         ),
         "ablate.encoder.label": "Encoder self-attention",
@@ -229,8 +230,9 @@ PAGE: dict[str, dict[str, str]] = {
             "Los pesos de atención muestran de dónde lee una cabeza, no qué aporta a la salida. Marca cabezas "
             "(capa L, cabeza H, desde 0) y vuelve a traducir la última oración con ellas apagadas: su salida se "
             "pone a cero antes de la proyección de salida de la capa (Michel et al. 2019). La traducción y sus "
-            "líneas de alineamiento (leídas con las opciones de arriba) aparecen junto a las que se obtienen con "
-            "todas las cabezas encendidas. `hf-vaswani head-importance` mide así cada cabeza en un conjunto de "
+            "líneas de alineamiento (leídas con la capa, la cabeza, el desplazamiento y la puntuación elegidos en la "
+            'pestaña Traducir, en "Opciones de la figura") aparecen junto a las que se obtienen con todas las '
+            "cabezas encendidas. `hf-vaswani head-importance` mide así cada cabeza en un conjunto de "
             "prueba."
         ),
         "ablate.encoder.label": "Self-attention del encoder",

@@ -118,6 +118,16 @@ def test_a_method_named_inside_a_sentence_keeps_its_capitals():
         )
 
 
+def test_the_ablation_intro_says_where_its_options_are():
+    """The lines of the ablation tab follow the figure options of the translate tab: the intro names both, not
+    options "above", which the tab does not have."""
+    for language, above in (("en", "above"), ("es", "arriba")):
+        intro = PAGE[language]["ablation.intro"]
+        assert above not in intro
+        assert PAGE[language]["tab.translate"] in intro
+        assert PAGE[language]["options.label"].split(":")[0] in intro
+
+
 @pytest.mark.parametrize(
     ("header", "language"),
     [
