@@ -34,6 +34,7 @@ __all__ = [
     "alignment_links",
     "pair_headers",
     "placeholder",
+    "shown_words",
     "view",
     "word_heatmap",
     "word_pairs",
@@ -78,8 +79,8 @@ def word_heatmap(record: Any, settings: dict[str, Any], skip_punctuation: bool =
     matrix = alignment_matrix(record, **chosen, skip_punctuation=skip_punctuation)
     links = align(record, **chosen, method="argmax", skip_punctuation=skip_punctuation)
     sources, targets = word_lists(record)
-    columns = _kept(sources.punctuation(), skip_punctuation)
-    rows = _kept(targets.punctuation(), skip_punctuation)
+    columns = shown_words(sources.punctuation(), skip_punctuation)
+    rows = shown_words(targets.punctuation(), skip_punctuation)
     shown = matrix[np.ix_(rows, columns)]
     row_of, column_of = {j: n for n, j in enumerate(rows)}, {i: n for n, i in enumerate(columns)}
     figure = new_figure(max(4.0, 0.6 * len(columns) + 2.5), max(3.0, 0.45 * len(rows) + 2.2))
@@ -101,7 +102,7 @@ def word_heatmap(record: Any, settings: dict[str, Any], skip_punctuation: bool =
     return figure
 
 
-def _kept(punctuation: list[bool], skip_punctuation: bool) -> list[int]:
+def shown_words(punctuation: list[bool], skip_punctuation: bool) -> list[int]:
     """The indices of the words a figure shows: every word, or with `skip_punctuation` all but punctuation (all of
     them if every word is punctuation, so that the figure is never empty)."""
     kept = [index for index, mark in enumerate(punctuation) if not (skip_punctuation and mark)]
