@@ -66,11 +66,11 @@ def page_translations(choices: DemoChoices) -> dict[str, dict[str, str]]:
     switch (``direction.fixed``) and on models without a trained aligner (``aligner.note``)."""
     fields = {"model": choices.model_name, "max_chars": MAX_CHARS, "max_tokens": choices.max_tokens}
     translations = page_texts(fields)
-    ours = all(serving.architecture == "vaswani" for serving in choices.serving.values())
     for language in LANGUAGES:
         named = translations[language]
-        if not ours:
+        if not choices.ours:  # another model's page: its introduction, and a legend without our language tokens
             named["intro"] = named["intro.other"]
+            named["legend"] = named["legend.other"]
         for control in _CHOICE_CONTROLS:
             named.update({f"choice.{control}.{value}": label for label, value in fixed_choices(language, control)})
         named.update({f"choice.layer.{value}": label for label, value in choices.layer_options[language]})
@@ -252,11 +252,14 @@ def build_layout(choices: DemoChoices, i18n: gr.I18n) -> DemoLayout:
 
 
 def _examples(choices: DemoChoices, i18n: gr.I18n, inputs: dict[str, Any]) -> tuple[gr.Examples, gr.Examples | None]:
-    """The course examples the model translates right, and the failures to discuss, of the directions served; each
-    label is the sentence and its direction code, the same in both languages."""
+    """The course examples of the directions served, and the failures to discuss of those the shipped checkpoint
+    serves (they quote its translations); each label is the sentence and its direction code, the same in both
+    languages."""
 
-    def examples(rows: tuple[tuple[str, str], ...], label: I18nData, elem_id: str) -> gr.Examples | None:
-        served = [row for row in rows if row[1] in choices.directions]
+    def examples(
+        rows: tuple[tuple[str, str], ...], label: I18nData, elem_id: str, directions: tuple[str, ...]
+    ) -> gr.Examples | None:
+        served = [row for row in rows if row[1] in directions]
         if not served:
             return None
         return gr.Examples(
@@ -268,9 +271,9 @@ def _examples(choices: DemoChoices, i18n: gr.I18n, inputs: dict[str, Any]) -> tu
             elem_id=elem_id,
         )
 
-    course = examples(EXAMPLES, i18n("examples.label"), "course-examples")
+    course = examples(EXAMPLES, i18n("examples.label"), "course-examples", choices.directions)
     with gr.Group(elem_classes=["vaswani-hide-in-presentation"]):
-        failures = examples(FAILURE_EXAMPLES, i18n("failures.label"), "failure-examples")
+        failures = examples(FAILURE_EXAMPLES, i18n("failures.label"), "failure-examples", choices.shipped_directions)
         if failures is not None:
             gr.Markdown(i18n("failures.note"), elem_id="failures-note")
     return course, failures

@@ -155,6 +155,11 @@ PAGE: dict[str, dict[str, str]] = {
             "continue the previous word); `<pad>` padding, filler that is never read; `<unk>` a character the "
             "model has never seen."
         ),
+        "legend.other": (
+            "**Special tokens**: `</s>` end of sentence; `▁` a word starts here (pieces without it continue the "
+            "previous word); `<pad>` padding, filler that is never read; `<unk>` a character the model has never "
+            "seen. A model may add its own (a language code, a task prefix): the heatmap shows them as they are."
+        ),
         "download.png": "Download PNG",
         "download.svg": "Download SVG",
         "steps.intro": (
@@ -280,6 +285,12 @@ PAGE: dict[str, dict[str, str]] = {
             "`<s>` inicio de la oración; `</s>` fin de la oración; `▁` aquí empieza una palabra (los trozos sin él "
             "continúan la palabra anterior); `<pad>` relleno, que nunca se lee; `<unk>` un carácter que el modelo "
             "nunca ha visto."
+        ),
+        "legend.other": (
+            "**Tokens especiales**: `</s>` fin de la oración; `▁` aquí empieza una palabra (los trozos sin él "
+            "continúan la palabra anterior); `<pad>` relleno, que nunca se lee; `<unk>` un carácter que el modelo "
+            "nunca ha visto. Un modelo puede añadir los suyos (un código de idioma, un prefijo de tarea): el mapa de "
+            "calor los muestra tal cual."
         ),
         "download.png": "Descargar PNG",
         "download.svg": "Descargar SVG",
