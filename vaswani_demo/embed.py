@@ -11,7 +11,7 @@ import html
 import re
 from typing import Any
 
-from vaswani_inspect.views import VIEW_REGISTRY, View
+from vaswani_inspect.views import DRAWING_NOTE, VIEW_REGISTRY, View
 
 __all__ = ["iframe_html", "localised_view", "placeholder_html", "view_entry", "view_height"]
 
@@ -69,6 +69,11 @@ _SPANISH_VIEW = (
     ),
     (re.compile(r"Layer: <select"), "Capa: <select"),
     (re.compile(r"Attention: <select"), "Atención: <select"),
+    # bertviz's own words in its drawings: the model view's axes and the title of a thumbnail opened.
+    (re.compile(r'\.text\("Heads"\)'), '.text("Cabezas")'),
+    (re.compile(r'\.text\("Layers"\)'), '.text("Capas")'),
+    (re.compile(r"""\.text\('Layer ' \+ (.*?) \+ ", Head " \+"""), r""".text('Capa ' + \1 + ", cabeza " +"""),
+    (re.compile(re.escape(DRAWING_NOTE)), "Dibujando la vista\u2026"),
 )
 
 #: Style added to every bertviz page: larger text, and a page that scrolls sideways on a narrow screen instead of
