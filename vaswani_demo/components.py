@@ -24,6 +24,7 @@ FIGURE_NAMES = {
     "steps-tree": "beam-tree",
     "ablation-original-links": "alignment-every-head-on",
     "ablation-links": "alignment-heads-off",
+    "encoder-attention-plot": "encoder-self-attention",
 }
 
 

@@ -51,6 +51,7 @@ from .page_script import (
     download_js,
 )
 from .runner import AblationResult, TranslationResult
+from .self_attention import wire_self_attention
 from .settings import MODEL_ALIGNER
 from .steps_view import wire_steps
 from .texts import DEFAULT_LANGUAGE, Refusal, message
@@ -416,10 +417,10 @@ def wire_page_controls(app: gr.Blocks, ui: DemoLayout) -> None:
         svg.click(None, js=download_js(elem_id, FIGURE_NAMES[elem_id], "svg"), **browser_only)
 
 
-#: Clears what the previous sentence left (heatmap, lines, view, record file, source-share bar) in the browser as a
-#: translation starts, without a server round trip: it would otherwise stand next to the new translation until its
-#: own is drawn.
-_CLEAR_JS = "() => [null, null, '', null, null]"
+#: Clears what the previous sentence left (heatmap, lines, view, record file, source-share bar, encoder heatmap) in
+#: the browser as a translation starts, without a server round trip: it would otherwise stand next to the new
+#: translation until its own is drawn.
+_CLEAR_JS = "() => [null, null, '', null, null, null]"
 
 
 def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurrency_limit: int) -> None:
@@ -451,16 +452,18 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
     explained_inputs = [ui.record_state, ui.explanations_state, ui.method, *alignment_inputs[1:]]
     explained_shown = [*alignment_shown, ui.share_plot, ui.explanations_state]
     view_inputs = [ui.record_state, ui.view, ui.kind]
-    stale = [ui.plot, ui.links, ui.views, ui.record_file, ui.share_plot]
+    stale = [ui.plot, ui.links, ui.views, ui.record_file, ui.share_plot, ui.self_attention.plot]
     clear: dict[str, Any] = dict(fn=None, js=_CLEAR_JS, outputs=stale, api_visibility="private", queue=False)
 
     trace_steps = wire_steps(ui.steps, backend, ui.record_state, redraw_events)
+    draw_self_attention = wire_self_attention(ui.self_attention, ui.record_state, redraw_events)
 
     def after(translation: Any) -> None:
         """Once `translation` (an event) has finished: draw its figures, trace its decoding step by step and offer
         its record, side by side."""
         translation.then(explained_alignment, inputs=explained_inputs, outputs=explained_shown, **redraw_events)
         trace_steps(translation)
+        draw_self_attention(translation)
         translation.then(redraw_view, inputs=view_inputs, outputs=[ui.views], **redraw_events)
         translation.then(offer_record, inputs=[ui.record_state], outputs=[ui.record_file], **redraw_events)
 

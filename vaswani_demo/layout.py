@@ -28,6 +28,7 @@ from .drawing import pair_headers
 from .embed import placeholder_html
 from .explaining import method_note
 from .models import architecture_name
+from .self_attention import SelfAttentionLayout, self_attention_section, self_attention_translations
 from .settings import (
     DIRECTIONS,
     EXAMPLES,
@@ -75,6 +76,7 @@ def page_translations(choices: DemoChoices) -> dict[str, dict[str, str]]:
             named.update({f"choice.{control}.{value}": label for label, value in fixed_choices(language, control)})
         named.update({f"choice.layer.{value}": label for label, value in choices.layer_options[language]})
         named.update({f"choice.head.{value}": label for label, value in choices.head_options[language]})
+        named.update(self_attention_translations(choices, language))
         named["method.note"] = method_note(choices, choices.default_method, language)
         named["served.note"] = served_note(choices, language)
         # Spanish writes language names in lower case inside a sentence.
@@ -158,6 +160,8 @@ class DemoLayout:
     plot: gr.Plot
     links: gr.Plot
     pairs: gr.Dataframe
+    # the encoder's self-attention over the source words, its layer and head
+    self_attention: SelfAttentionLayout
     # the decoder step by step: the step shown, its figures, the beam tree, and the session's decoding trace
     steps: StepsLayout
     # switching heads off: one checkbox group per attention kind, and the translations with and without them
@@ -217,6 +221,7 @@ def build_layout(choices: DemoChoices, i18n: gr.I18n) -> DemoLayout:
                     links = figure(i18n("links.label"), "alignment-links", show_label=False)
                     downloads["alignment-links"] = download_buttons(i18n, "alignment-links")
             alignment = _alignment_section(choices, i18n, downloads)
+            self_attention = self_attention_section(choices, i18n, downloads)
             with gr.Accordion(i18n("more.label"), open=False, elem_classes=["vaswani-hide-in-presentation"]):
                 share_plot = figure(i18n("share.label"), "source-share")
                 downloads["source-share"] = download_buttons(i18n, "source-share")
@@ -241,6 +246,7 @@ def build_layout(choices: DemoChoices, i18n: gr.I18n) -> DemoLayout:
         record_file=record_file,
         **alignment,
         links=links,
+        self_attention=self_attention,
         steps=steps,
         **ablation,
         **bertviz,

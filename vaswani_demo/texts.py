@@ -160,6 +160,19 @@ PAGE: dict[str, dict[str, str]] = {
             "previous word); `<pad>` padding, filler that is never read; `<unk>` a character the model has never "
             "seen. A model may add its own (a language code, a task prefix): the heatmap shows them as they are."
         ),
+        "encoder.intro": (
+            "### Encoder self-attention: how the source words read each other\n"
+            'Each row is a word of the sentence and how much it looks at every word of the same sentence ("gato" '
+            'and "negro": the adjective and its noun). Choose a layer and a head, or their mean.'
+        ),
+        "encoder.label": "Encoder self-attention heatmap",
+        "encoder.layer.label": "Encoder layer",
+        "figure.empty": "Translate a sentence on the Translate tab to see this figure.",
+        "figure.empty.ablation": (
+            "Translate a sentence first, then tick heads and press “Translate with these heads off”."
+        ),
+        "download.empty": "Nothing to save yet: translate a sentence first.",
+        "steps.empty": "Translate a sentence on the Translate tab: its decoding appears here, one step at a time.",
         "download.png": "Download PNG",
         "download.svg": "Download SVG",
         "steps.intro": (
@@ -292,6 +305,19 @@ PAGE: dict[str, dict[str, str]] = {
             "nunca ha visto. Un modelo puede añadir los suyos (un código de idioma, un prefijo de tarea): el mapa de "
             "calor los muestra tal cual."
         ),
+        "encoder.intro": (
+            "### Self-attention del encoder: cómo se leen entre sí las palabras de la fuente\n"
+            'Cada fila es una palabra de la oración y cuánto mira a cada palabra de esa misma oración ("gato" y '
+            '"negro": el adjetivo y su sustantivo). Elige una capa y una cabeza, o su media.'
+        ),
+        "encoder.label": "Mapa de calor de la self-attention del encoder",
+        "encoder.layer.label": "Capa del encoder",
+        "figure.empty": "Traduce una oración en la pestaña Traducir para ver esta figura.",
+        "figure.empty.ablation": (
+            "Traduce primero una oración; luego marca cabezas y pulsa “Traducir con estas cabezas apagadas”."
+        ),
+        "download.empty": "Aún no hay nada que guardar: traduce primero una oración.",
+        "steps.empty": "Traduce una oración en la pestaña Traducir: aquí aparece su decodificación, paso a paso.",
         "download.png": "Descargar PNG",
         "download.svg": "Descargar SVG",
         "steps.intro": (
@@ -396,6 +422,9 @@ MESSAGES: dict[str, Mapping[str, str]] = {
         "figure.target_words": "translated words",
         "figure.keys": "keys (source)",
         "figure.queries": "queries (decoder input)",
+        "figure.encoder": "Which source word each source word looks at, encoder self-attention\n({settings})",
+        "figure.encoder.keys": "words looked at",
+        "figure.encoder.queries": "words looking",
         "figure.layers.mean": "mean of layers",
         "figure.layer": "layer {layer}",
         "figure.heads.all": "all heads",
@@ -594,6 +623,11 @@ MESSAGES: dict[str, Mapping[str, str]] = {
         "figure.target_words": "palabras traducidas",
         "figure.keys": "keys (fuente)",
         "figure.queries": "queries (entrada del decoder)",
+        "figure.encoder": (
+            "Qué palabra de la fuente mira cada palabra de la fuente, self-attention del encoder\n({settings})"
+        ),
+        "figure.encoder.keys": "palabras miradas",
+        "figure.encoder.queries": "palabras que miran",
         "figure.layers.mean": "promedio de las capas",
         "figure.layer": "capa {layer}",
         "figure.heads.all": "todas las cabezas",
