@@ -79,7 +79,11 @@ _REQUIRE_SHIM = """
         if (pending === 0 && note) { note.remove(); }
       }
     };
-    window.requestAnimationFrame(function () { window.setTimeout(draw, 0); });
+    // After the next frame, or 100 ms for a frame hidden or off screen, which Chromium does not paint.
+    var started = false;
+    var start = function () { if (!started) { started = true; window.setTimeout(draw, 0); } };
+    window.requestAnimationFrame(start);
+    window.setTimeout(start, 100);
   }
   shimRequire.config = function () {};
   window.require = window.requirejs = shimRequire;
