@@ -76,7 +76,13 @@ def steps_section(i18n: gr.I18n, downloads: dict[str, tuple[gr.Button, gr.Button
             1, 2, value=1, step=1, label=i18n("steps.slider"), interactive=False, elem_id="steps-slider", scale=4
         )
         following = gr.Button(i18n("steps.next"), size="sm", interactive=False, elem_id="steps-next")
-    where = gr.Textbox(label=i18n("steps.status"), interactive=False, lines=1, elem_id="steps-where")
+    where = gr.Textbox(
+        label=i18n("steps.status"),
+        placeholder=i18n("steps.empty"),  # before any translation: what to do
+        interactive=False,
+        lines=1,
+        elem_id="steps-where",
+    )
     shown: dict[str, gr.Plot] = {}
     with gr.Row(equal_height=False):
         for elem_id in ("steps-target", "steps-candidates"):
