@@ -14,7 +14,10 @@
   winner's path highlighted; optionally one step (`current`) shaded.
 
 Every label and title is in `language` ("en" or "es"), in words a student knows. Fonts stay large so that a figure
-scaled down to a phone's width (about 380 pixels) can still be read.
+scaled down to a phone's width (about 380 pixels) can still be read, and each panel is laid out so that no word
+falls outside it (a long bar holds its note, a long caption is wrapped).
+
+Long because the words of every figure, in both languages, are here next to the figures they label.
 """
 
 from __future__ import annotations
