@@ -27,6 +27,7 @@ from .components import FIGURE_NAMES, download_buttons, figure
 from .drawing import pair_headers
 from .embed import placeholder_html
 from .explaining import method_note
+from .figures import settings_text
 from .models import architecture_name
 from .self_attention import SelfAttentionLayout, self_attention_section, self_attention_translations
 from .settings import (
@@ -77,6 +78,10 @@ def page_translations(choices: DemoChoices) -> dict[str, dict[str, str]]:
         named.update({f"choice.layer.{value}": label for label, value in choices.layer_options[language]})
         named.update({f"choice.head.{value}": label for label, value in choices.head_options[language]})
         named.update(self_attention_translations(choices, language))
+        # The aligner's reading in full under the layer control, whose box may be too narrow for its label.
+        named["layer.aligner"] = message(
+            language, "layer.aligner", settings=settings_text(choices.alignment_config, language)
+        )
         named["method.note"] = method_note(choices, choices.default_method, language)
         named["served.note"] = served_note(choices, language)
         # Spanish writes language names in lower case inside a sentence.
@@ -356,7 +361,11 @@ def _alignment_controls(choices: DemoChoices, i18n: gr.I18n) -> dict[str, gr.com
     with gr.Accordion(i18n("options.label"), open=False, elem_classes=["vaswani-hide-in-presentation"]):
         with gr.Row():
             layer = gr.Dropdown(
-                _choices(i18n, "layer", layers), value=defaults["layer"], label=i18n("layer.label"), elem_id="layer"
+                _choices(i18n, "layer", layers),
+                value=defaults["layer"],
+                label=i18n("layer.label"),
+                info=i18n("layer.aligner") if MODEL_ALIGNER in layers else None,
+                elem_id="layer",
             )
             head = gr.Dropdown(
                 _choices(i18n, "head", heads),

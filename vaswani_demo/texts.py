@@ -410,6 +410,7 @@ MESSAGES: dict[str, Mapping[str, str]] = {
         # choices of the layer and head controls
         "layer.mean": "average of all layers",
         "layer.model": "the model's aligner: {settings}",
+        "layer.aligner": "The model's aligner reads {settings}.",
         "layer.one": "layer {layer}",
         "head.mean": "average of all heads",
         "head.one": "head {head}",
@@ -612,6 +613,7 @@ MESSAGES: dict[str, Mapping[str, str]] = {
     "es": {
         "layer.mean": "promedio de todas las capas",
         "layer.model": "el alineador del modelo: {settings}",
+        "layer.aligner": "El alineador del modelo lee {settings}.",
         "layer.one": "capa {layer}",
         "head.mean": "promedio de todas las cabezas",
         "head.one": "cabeza {head}",

@@ -4,6 +4,7 @@ on a page of our architecture. Built on the tiny model, its serving renamed: not
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 
 import pytest
@@ -41,3 +42,23 @@ def test_the_checkpoints_own_texts_appear_only_where_it_is_served(tiny_choices: 
             assert ">>en<<" in page_translations(ours)[language]["legend"]
         legend = page_translations(marian)[language]["legend"]
         assert ">>en<<" not in legend and ">>es<<" not in legend and "`</s>`" in legend
+
+
+@pytest.mark.slow
+def test_the_layer_control_tells_the_aligners_whole_reading(model, tokenizer):
+    """The aligner's label ("the model's aligner: layer 0, head 1, shifted + layer 1, head 0") is longer than the
+    control's box: the whole reading is under it too."""
+    aligned = copy.deepcopy(model)
+    aligned.config.alignment = {
+        "layer": 0, "heads": [1], "shift": True, "average_with": [{"layer": 1, "heads": [0], "shift": False}]
+    }  # fmt: skip
+    choices = DemoChoices.from_model(aligned, tokenizer, "tiny")
+    with gr.Blocks():
+        layer = build_layout(choices, page_i18n(choices)).layer
+    assert layer.info is not None and layer.info.key == "layer.aligner"
+    texts = page_translations(choices)
+    assert texts["en"]["layer.aligner"] == "The model's aligner reads layer 0, head 1, shifted + layer 1, head 0."
+    assert texts["es"]["layer.aligner"].startswith("El alineador del modelo lee capa 0, cabeza 1, desplazad")
+    unaligned = DemoChoices.from_model(model, tokenizer, "tiny")
+    with gr.Blocks():
+        assert build_layout(unaligned, page_i18n(unaligned)).layer.info is None
