@@ -217,6 +217,7 @@ _PAGE_CSS = f"""
 .{PRESENT_CLASS} #steps-slider {{ font-size: 1.3rem; }}
 .{PRESENT_CLASS} .vaswani-figure img, .{PRESENT_CLASS} #alignment-plot img {{ max-height: none; width: 100%;
   max-width: none; }}
+.{PRESENT_CLASS} #encoder-attention-plot img {{ width: auto; height: 86vh; max-width: 100%; object-fit: contain; }}
 .{PRESENT_CLASS} .vaswani-hide-in-presentation {{ display: none !important; }}
 @media (max-width: 768px) {{
   #translate-row {{ flex-direction: column; }}
