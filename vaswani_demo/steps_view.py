@@ -80,8 +80,8 @@ def steps_section(i18n: gr.I18n, downloads: dict[str, tuple[gr.Button, gr.Button
         label=i18n("steps.status"),
         placeholder=i18n("steps.empty"),  # before any translation: what to do
         interactive=False,
-        lines=1,
-        max_lines=4,  # a phone wraps the sentence: all of it shows
+        lines=2,  # a phone wraps the sentence: all of it shows
+        max_lines=4,
         elem_id="steps-where",
     )
     shown: dict[str, gr.Plot] = {}

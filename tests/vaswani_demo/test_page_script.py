@@ -77,6 +77,11 @@ def test_every_figure_fits_says_what_to_do_and_grows_for_a_projector(backend):
                 else:
                     assert box["image"][0] >= box["holder"][0] - 1 and box["image"][1] <= box["holder"][1] + 1, box
             assert _page_width(page) <= 390, tab
+        where = page.evaluate(
+            "(() => { const box = document.querySelector('#steps-where textarea'); "
+            "return [box.scrollHeight, box.clientHeight, box.value]; })()"
+        )
+        assert where[2] and where[0] <= where[1] + 8, where  # the whole sentence shows (less than half a line hidden)
         tree = page.evaluate(_BOXES_JS, ["steps-tree"])[0]
         assert tree["scroll"] > tree["width"], "the tree is shrunk to the phone's width, not scrolled"
         page.screenshot(path=str(ARTIFACTS / "demo-phone-steps.png"), full_page=True)
