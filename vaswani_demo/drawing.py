@@ -23,7 +23,7 @@ from vaswani_inspect.plots import ANNOTATE_MAX, new_figure, plot_alignment_links
 from vaswani_inspect.record import KINDS
 
 from .checks import head_choice, layer_choice
-from .embed import iframe_html, localised_view, placeholder_html, view_entry, view_height
+from .embed import DRAWING_NOTES, iframe_html, localised_view, placeholder_html, view_entry, view_height
 from .figures import label_figure
 from .readings import filled_reading
 from .settings import MEAN, MODEL_ALIGNER
@@ -150,7 +150,8 @@ def view(record: Any, view: str = "head", kind: str = "encoder", language: str =
     entry = view_entry(view)
     title = message(language, "view.title", view=Named("view", entry.name, lower=True), kind=Named("kind", kind))
     page = localised_view(entry.render(record, kind), language)
-    return iframe_html(page, height=view_height(record, entry.name, kind), title=title)
+    waiting = DRAWING_NOTES.get(language, DRAWING_NOTES["en"])
+    return iframe_html(page, height=view_height(record, entry.name, kind), title=title, waiting=waiting)
 
 
 def placeholder(language: str = DEFAULT_LANGUAGE) -> str:
