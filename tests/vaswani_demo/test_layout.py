@@ -44,7 +44,6 @@ def test_the_checkpoints_own_texts_appear_only_where_it_is_served(tiny_choices: 
         assert ">>en<<" not in legend and ">>es<<" not in legend and "`</s>`" in legend
 
 
-@pytest.mark.slow
 def test_the_layer_control_tells_the_aligners_whole_reading(model, tokenizer):
     """The aligner's label ("the model's aligner: layer 0, head 1, shifted + layer 1, head 0") is longer than the
     control's box: the whole reading is under it too."""
