@@ -11,6 +11,7 @@ The heatmap, the bar and the lines are `vaswani_inspect.plots`' figures (`plot_a
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from vaswani_inspect.attribution import attribution_links
 from vaswani_inspect.plots import plot_attribution, plot_source_share, plot_word_links
 from vaswani_inspect.words import renormalize_rows
 
+from .drawing import shown_words
 from .texts import Named, message
 
 __all__ = ["attribution_heatmap", "attribution_lines", "attribution_pairs", "share_figure", "shown_matrix"]
@@ -49,14 +51,26 @@ def attribution_pairs(attribution: Any, matrix: np.ndarray) -> list[list[Any]]:
     return [[targets[j], sources[i], round(float(matrix[j, i]), 3)] for i, j in links]
 
 
-def attribution_heatmap(attribution: Any, matrix: np.ndarray, language: str) -> Any:
+def attribution_heatmap(attribution: Any, matrix: np.ndarray, language: str, skip_punctuation: bool = False) -> Any:
     """`matrix` (target words x source words) as a heatmap, each target word's link boxed, titled in
-    `language`."""
+    `language`; with `skip_punctuation` the punctuation words have no row or column at all, as in the attention's
+    heatmap (`vaswani_demo.drawing.word_heatmap`)."""
     from matplotlib.patches import Rectangle
 
-    figure = plot_attribution(attribution, matrix)
+    source, target = word_lists(attribution.record)
+    rows, columns = (
+        shown_words(target.punctuation(), skip_punctuation),
+        shown_words(source.punctuation(), skip_punctuation),
+    )
+    shown = matrix[np.ix_(rows, columns)]
+    words = SimpleNamespace(
+        method=attribution.method,
+        source_words=[attribution.source_words[i] for i in columns],
+        target_words=[attribution.target_words[j] for j in rows],
+    )
+    figure = plot_attribution(words, shown)
     ax = figure.axes[0]
-    for i, j in attribution_links(matrix):
+    for i, j in attribution_links(shown):
         ax.add_patch(Rectangle((i - 0.5, j - 0.5), 1.0, 1.0, fill=False, edgecolor=_BOX_COLOUR, linewidth=2.0))
     title = message(language, "figure.attribution", method=Named("method", attribution.method))
     ax.set_title(title, fontsize=10, wrap=True)

@@ -29,7 +29,7 @@ from vaswani_inspect.record import check_alignment
 
 from .figures import settings_text
 from .measurements import model_folder, read_measurements
-from .models import ServedModel
+from .models import ServedModel, is_shipped_checkpoint
 from .readings import untrained_reading
 from .settings import HEAD_LABEL, MAX_BEAMS, MEAN, MODEL_ALIGNER
 from .texts import DEFAULT_LANGUAGE, LANGUAGES, message
@@ -167,6 +167,18 @@ class DemoChoices:
             ),
             aligner=aligner,
         )
+
+    @property
+    def ours(self) -> bool:
+        """Whether every direction is served by a model of this project's architecture ("vaswani"): its tokenizer's
+        special tokens are those the page's legend names."""
+        return all(serving.architecture == "vaswani" for serving in self.serving.values())
+
+    @property
+    def shipped_directions(self) -> tuple[str, ...]:
+        """The directions the shipped checkpoint serves (`vaswani_demo.models.is_shipped_checkpoint`): those whose
+        failures to discuss the page may offer."""
+        return tuple(d for d, serving in self.serving.items() if is_shipped_checkpoint(serving.model_name))
 
     def layer_choices(self, language: str = DEFAULT_LANGUAGE) -> list[tuple[str, str]]:
         """(label, value) of the decoder layer control, labels in `language`: the model's aligner when it averages

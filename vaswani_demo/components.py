@@ -37,6 +37,7 @@ FIGURE_NAMES = {
     "positions-table": "positional-encoding",
     "positions-order": "order-blindness",
     "contexts-figure": "one-word-two-contexts",
+    "encoder-attention-plot": "encoder-self-attention",
 }
 
 

@@ -23,7 +23,7 @@ from vaswani_inspect.plots import ANNOTATE_MAX, new_figure, plot_alignment_links
 from vaswani_inspect.record import KINDS
 
 from .checks import head_choice, layer_choice
-from .embed import iframe_html, localised_view, placeholder_html, view_entry, view_height
+from .embed import DRAWING_NOTES, iframe_html, localised_view, placeholder_html, view_entry, view_height
 from .figures import label_figure
 from .readings import filled_reading
 from .settings import MEAN, MODEL_ALIGNER
@@ -34,6 +34,7 @@ __all__ = [
     "alignment_links",
     "pair_headers",
     "placeholder",
+    "shown_words",
     "view",
     "word_heatmap",
     "word_pairs",
@@ -78,8 +79,8 @@ def word_heatmap(record: Any, settings: dict[str, Any], skip_punctuation: bool =
     matrix = alignment_matrix(record, **chosen, skip_punctuation=skip_punctuation)
     links = align(record, **chosen, method="argmax", skip_punctuation=skip_punctuation)
     sources, targets = word_lists(record)
-    columns = _kept(sources.punctuation(), skip_punctuation)
-    rows = _kept(targets.punctuation(), skip_punctuation)
+    columns = shown_words(sources.punctuation(), skip_punctuation)
+    rows = shown_words(targets.punctuation(), skip_punctuation)
     shown = matrix[np.ix_(rows, columns)]
     row_of, column_of = {j: n for n, j in enumerate(rows)}, {i: n for n, i in enumerate(columns)}
     figure = new_figure(max(4.0, 0.6 * len(columns) + 2.5), max(3.0, 0.45 * len(rows) + 2.2))
@@ -101,7 +102,7 @@ def word_heatmap(record: Any, settings: dict[str, Any], skip_punctuation: bool =
     return figure
 
 
-def _kept(punctuation: list[bool], skip_punctuation: bool) -> list[int]:
+def shown_words(punctuation: list[bool], skip_punctuation: bool) -> list[int]:
     """The indices of the words a figure shows: every word, or with `skip_punctuation` all but punctuation (all of
     them if every word is punctuation, so that the figure is never empty)."""
     kept = [index for index, mark in enumerate(punctuation) if not (skip_punctuation and mark)]
@@ -149,7 +150,8 @@ def view(record: Any, view: str = "head", kind: str = "encoder", language: str =
     entry = view_entry(view)
     title = message(language, "view.title", view=Named("view", entry.name, lower=True), kind=Named("kind", kind))
     page = localised_view(entry.render(record, kind), language)
-    return iframe_html(page, height=view_height(record, entry.name, kind), title=title)
+    waiting = DRAWING_NOTES.get(language, DRAWING_NOTES["en"])
+    return iframe_html(page, height=view_height(record, entry.name, kind), title=title, waiting=waiting)
 
 
 def placeholder(language: str = DEFAULT_LANGUAGE) -> str:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import html
 import re
 from typing import Any
+from urllib.parse import quote
 
-from vaswani_inspect.views import VIEW_REGISTRY, View
+from vaswani_inspect.views import DRAWING_NOTE, VIEW_REGISTRY, View
 
-__all__ = ["iframe_html", "localised_view", "placeholder_html", "view_entry", "view_height"]
+__all__ = ["DRAWING_NOTES", "iframe_html", "localised_view", "placeholder_html", "view_entry", "view_height"]
 
 
 def placeholder_html(text: Any) -> str:
@@ -26,14 +27,27 @@ def placeholder_html(text: Any) -> str:
     )
 
 
-def iframe_html(page: str, *, height: int, title: str) -> str:
+#: The note a bertviz page shows while it draws, by language (the page itself is written with the English one).
+DRAWING_NOTES = {"en": DRAWING_NOTE, "es": "Dibujando la vista\u2026"}
+
+
+def iframe_html(page: str, *, height: int, title: str, waiting: str = "") -> str:
     """An ``<iframe>`` that runs the self-contained HTML `page` in a sandbox (scripts allowed, nothing else: no
     same-origin access to the app, no forms, no popups, no top navigation). `page` goes into the ``srcdoc``
-    attribute, HTML-escaped, so no character of it can end the attribute or the tag."""
+    attribute, HTML-escaped, so no character of it can end the attribute or the tag. `waiting` is written behind
+    the frame, seen until the page paints its own background (a bertviz page first reads its inlined libraries)."""
+    background = "#fff"
+    if waiting:
+        text = html.escape(waiting, quote=True)
+        picture = (
+            '<svg xmlns="http://www.w3.org/2000/svg" width="420" height="60"><text x="0" y="30" '
+            f'font-family="sans-serif" font-size="16" fill="#444">{text}</text></svg>'
+        )
+        background = f"#fff url('data:image/svg+xml,{quote(picture)}') no-repeat 1.5em 1.5em"
     return (
         f'<iframe class="vaswani-view" title="{html.escape(title, quote=True)}" sandbox="allow-scripts" '
         f'referrerpolicy="no-referrer" loading="eager" '
-        f'style="width:100%;height:{int(height)}px;border:1px solid #ddd;border-radius:8px;background:#fff" '
+        f'style="width:100%;height:{int(height)}px;border:1px solid #ddd;border-radius:8px;background:{background}" '
         f'srcdoc="{html.escape(page, quote=True)}"></iframe>'
     )
 
@@ -69,12 +83,17 @@ _SPANISH_VIEW = (
     ),
     (re.compile(r"Layer: <select"), "Capa: <select"),
     (re.compile(r"Attention: <select"), "Atención: <select"),
+    # bertviz's own words in its drawings: the model view's axes and the title of a thumbnail opened.
+    (re.compile(r'\.text\("Heads"\)'), '.text("Cabezas")'),
+    (re.compile(r'\.text\("Layers"\)'), '.text("Capas")'),
+    (re.compile(r"""\.text\('Layer ' \+ (.*?) \+ ", Head " \+"""), r""".text('Capa ' + \1 + ", cabeza " +"""),
+    (re.compile(re.escape(DRAWING_NOTE)), "Dibujando la vista\u2026"),  # DRAWING_NOTES["es"]
 )
 
 #: Style added to every bertviz page: larger text, and a page that scrolls sideways on a narrow screen instead of
 #: clipping the drawing.
 _VIEW_STYLE = (
-    "<style>html, body { overflow: auto; -webkit-text-size-adjust: 100%; } "
+    "<style>html { background: #fff; } html, body { overflow: auto; -webkit-text-size-adjust: 100%; } "
     "body { font-size: 16px; } h2 { font-size: 1.2em; } .note { font-size: 0.95em; }</style>"
 )
 

@@ -55,6 +55,7 @@ from .page_script import (
 )
 from .positions_view import wire_positions
 from .runner import AblationResult, TranslationResult
+from .self_attention import wire_self_attention
 from .settings import MODEL_ALIGNER
 from .steps_view import wire_steps
 from .texts import DEFAULT_LANGUAGE, Refusal, message
@@ -420,10 +421,10 @@ def wire_page_controls(app: gr.Blocks, ui: DemoLayout) -> None:
         svg.click(None, js=download_js(elem_id, FIGURE_NAMES[elem_id], "svg"), **browser_only)
 
 
-#: Clears what the previous sentence left (heatmap, lines, view, record file, source-share bar) in the browser as a
-#: translation starts, without a server round trip: it would otherwise stand next to the new translation until its
-#: own is drawn.
-_CLEAR_JS = "() => [null, null, '', null, null]"
+#: Clears what the previous sentence left (heatmap, lines, view, record file, source-share bar, encoder heatmap) in
+#: the browser as a translation starts, without a server round trip: it would otherwise stand next to the new
+#: translation until its own is drawn.
+_CLEAR_JS = "() => [null, null, '', null, null, null]"
 
 
 def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurrency_limit: int) -> None:
@@ -455,7 +456,7 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
     explained_inputs = [ui.record_state, ui.explanations_state, ui.method, *alignment_inputs[1:]]
     explained_shown = [*alignment_shown, ui.share_plot, ui.explanations_state]
     view_inputs = [ui.record_state, ui.view, ui.kind]
-    stale = [ui.plot, ui.links, ui.views, ui.record_file, ui.share_plot]
+    stale = [ui.plot, ui.links, ui.views, ui.record_file, ui.share_plot, ui.self_attention.plot]
     clear: dict[str, Any] = dict(fn=None, js=_CLEAR_JS, outputs=stale, api_visibility="private", queue=False)
 
     trace_steps = wire_steps(ui.steps, backend, ui.record_state, redraw_events)
@@ -465,6 +466,7 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
     wire_positions(ui.positions, backend, ui.record_state, redraw_events)
     translating = dict(api_visibility="private", concurrency_id="model", concurrency_limit=concurrency_limit)
     wire_contexts(ui.contexts, backend, translating)
+    draw_self_attention = wire_self_attention(ui.self_attention, ui.record_state, redraw_events)
 
     def after(translation: Any) -> None:
         """Once `translation` (an event) has finished: draw its figures, trace its decoding step by step and offer
@@ -473,6 +475,7 @@ def wire_events(app: gr.Blocks, ui: DemoLayout, backend: DemoBackend, *, concurr
         trace_steps(translation)
         first_sentence(translation)
         draw_head(translation)
+        draw_self_attention(translation)
         translation.then(redraw_view, inputs=view_inputs, outputs=[ui.views], **redraw_events)
         translation.then(offer_record, inputs=[ui.record_state], outputs=[ui.record_file], **redraw_events)
 

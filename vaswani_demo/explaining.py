@@ -131,7 +131,7 @@ def explained_outputs(
     attribution = _explanation(backend, record, method, cache, language)
     matrix = shown_matrix(attribution, skip)
     if unit == "words":
-        figure = attribution_heatmap(attribution, matrix, language)
+        figure = attribution_heatmap(attribution, matrix, language, skip)
     else:  # the subword heatmap is the cross-attention's, whatever the method
         figure, _ = drawing.alignment(record, layer, head, unit, shift, skip, language)
     lines = attribution_lines(attribution, matrix, language)

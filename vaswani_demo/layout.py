@@ -29,9 +29,11 @@ from .contexts_view import ContextsLayout, contexts_section
 from .drawing import pair_headers
 from .embed import placeholder_html
 from .explaining import method_note
+from .figures import settings_text
 from .head_view import HeadLayout, head_section
 from .models import architecture_name
 from .positions_view import PositionsLayout, positions_section
+from .self_attention import SelfAttentionLayout, self_attention_section, self_attention_translations
 from .settings import (
     DIRECTIONS,
     EXAMPLES,
@@ -70,15 +72,20 @@ def page_translations(choices: DemoChoices) -> dict[str, dict[str, str]]:
     switch (``direction.fixed``) and on models without a trained aligner (``aligner.note``)."""
     fields = {"model": choices.model_name, "max_chars": MAX_CHARS, "max_tokens": choices.max_tokens}
     translations = page_texts(fields)
-    ours = all(serving.architecture == "vaswani" for serving in choices.serving.values())
     for language in LANGUAGES:
         named = translations[language]
-        if not ours:
+        if not choices.ours:  # another model's page: its introduction, and a legend without our language tokens
             named["intro"] = named["intro.other"]
+            named["legend"] = named["legend.other"]
         for control in _CHOICE_CONTROLS:
             named.update({f"choice.{control}.{value}": label for label, value in fixed_choices(language, control)})
         named.update({f"choice.layer.{value}": label for label, value in choices.layer_options[language]})
         named.update({f"choice.head.{value}": label for label, value in choices.head_options[language]})
+        named.update(self_attention_translations(choices, language))
+        # The aligner's reading in full under the layer control, whose box may be too narrow for its label.
+        named["layer.aligner"] = message(
+            language, "layer.aligner", settings=settings_text(choices.alignment_config, language)
+        )
         named["method.note"] = method_note(choices, choices.default_method, language)
         named["served.note"] = served_note(choices, language)
         # Spanish writes language names in lower case inside a sentence.
@@ -162,6 +169,8 @@ class DemoLayout:
     plot: gr.Plot
     links: gr.Plot
     pairs: gr.Dataframe
+    # the encoder's self-attention over the source words, its layer and head
+    self_attention: SelfAttentionLayout
     # the decoder step by step: the step shown, its figures, the beam tree, and the session's decoding trace
     steps: StepsLayout
     # why this word and not that one (in the step-by-step tab), and the "What causes it?" tab
@@ -230,6 +239,7 @@ def build_layout(choices: DemoChoices, i18n: gr.I18n) -> DemoLayout:
                     links = figure(i18n("links.label"), "alignment-links", show_label=False)
                     downloads["alignment-links"] = download_buttons(i18n, "alignment-links")
             alignment = _alignment_section(choices, i18n, downloads)
+            self_attention = self_attention_section(choices, i18n, downloads)
             with gr.Accordion(i18n("more.label"), open=False, elem_classes=["vaswani-hide-in-presentation"]):
                 share_plot = figure(i18n("share.label"), "source-share")
                 downloads["source-share"] = download_buttons(i18n, "source-share")
@@ -262,6 +272,7 @@ def build_layout(choices: DemoChoices, i18n: gr.I18n) -> DemoLayout:
         record_file=record_file,
         **alignment,
         links=links,
+        self_attention=self_attention,
         steps=steps,
         why=why,
         causes=causes,
@@ -278,11 +289,14 @@ def build_layout(choices: DemoChoices, i18n: gr.I18n) -> DemoLayout:
 
 
 def _examples(choices: DemoChoices, i18n: gr.I18n, inputs: dict[str, Any]) -> tuple[gr.Examples, gr.Examples | None]:
-    """The course examples the model translates right, and the failures to discuss, of the directions served; each
-    label is the sentence and its direction code, the same in both languages."""
+    """The course examples of the directions served, and the failures to discuss of those the shipped checkpoint
+    serves (they quote its translations); each label is the sentence and its direction code, the same in both
+    languages."""
 
-    def examples(rows: tuple[tuple[str, str], ...], label: I18nData, elem_id: str) -> gr.Examples | None:
-        served = [row for row in rows if row[1] in choices.directions]
+    def examples(
+        rows: tuple[tuple[str, str], ...], label: I18nData, elem_id: str, directions: tuple[str, ...]
+    ) -> gr.Examples | None:
+        served = [row for row in rows if row[1] in directions]
         if not served:
             return None
         return gr.Examples(
@@ -294,9 +308,9 @@ def _examples(choices: DemoChoices, i18n: gr.I18n, inputs: dict[str, Any]) -> tu
             elem_id=elem_id,
         )
 
-    course = examples(EXAMPLES, i18n("examples.label"), "course-examples")
+    course = examples(EXAMPLES, i18n("examples.label"), "course-examples", choices.directions)
     with gr.Group(elem_classes=["vaswani-hide-in-presentation"]):
-        failures = examples(FAILURE_EXAMPLES, i18n("failures.label"), "failure-examples")
+        failures = examples(FAILURE_EXAMPLES, i18n("failures.label"), "failure-examples", choices.shipped_directions)
         if failures is not None:
             gr.Markdown(i18n("failures.note"), elem_id="failures-note")
     return course, failures
@@ -373,7 +387,11 @@ def _alignment_controls(choices: DemoChoices, i18n: gr.I18n) -> dict[str, gr.com
     with gr.Accordion(i18n("options.label"), open=False, elem_classes=["vaswani-hide-in-presentation"]):
         with gr.Row():
             layer = gr.Dropdown(
-                _choices(i18n, "layer", layers), value=defaults["layer"], label=i18n("layer.label"), elem_id="layer"
+                _choices(i18n, "layer", layers),
+                value=defaults["layer"],
+                label=i18n("layer.label"),
+                info=i18n("layer.aligner") if MODEL_ALIGNER in layers else None,
+                elem_id="layer",
             )
             head = gr.Dropdown(
                 _choices(i18n, "head", heads),

@@ -40,6 +40,7 @@ __all__ = [
     "ModelSpec",
     "ServedModel",
     "architecture_name",
+    "is_shipped_checkpoint",
     "load_served_models",
     "model_specs",
     "parse_model_option",
@@ -113,6 +114,13 @@ def model_specs(models: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
         if not values:
             return model_specs(None)
     return [parse_model_option(value) for value in values]
+
+
+def is_shipped_checkpoint(name: str) -> bool:
+    """Whether the served model named `name` (a folder or a Hub id) is the checkpoint the project ships: the texts
+    that quote its translations (the failures to discuss) are true of it only."""
+    last = str(name).replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    return last == Path(paths.DEFAULT_MODEL).name
 
 
 def architecture_name(name: str) -> str:

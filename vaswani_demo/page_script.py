@@ -16,11 +16,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .texts import DEFAULT_LANGUAGE, LANGUAGES, PAGE_LANGUAGE_COOKIE
+from .texts import DEFAULT_LANGUAGE, LANGUAGES, PAGE, PAGE_LANGUAGE_COOKIE
 
 __all__ = [
     "CURRENT_LANGUAGE_JS",
     "CURRENT_PRESENTATION_JS",
+    "DOWNLOAD_NOTE_CLASS",
     "PAGE_CSS",
     "PAGE_HEAD",
     "PRESENT_CLASS",
@@ -111,18 +112,40 @@ SET_PRESENTATION_JS = f"""(present) => {{
 }}"""
 
 
+#: The class of the line a download button writes beside its buttons when there is no figure to save yet.
+DOWNLOAD_NOTE_CLASS = "vaswani-download-note"
+
+
 def download_js(elem_id: str, name: str, kind: str) -> str:
     """A button's JavaScript that saves the figure shown in the element `elem_id` as ``NAME.svg`` (the image as it
-    is) or ``NAME.png`` (`kind`; drawn on a canvas at twice its size), with the labels it shows; nothing happens
-    when no figure is shown yet."""
+    is) or ``NAME.png`` (`kind`; drawn on a canvas at twice its size), with the labels it shows. When no figure is
+    shown yet it saves nothing and says what to do, beside the buttons, in the page's language
+    (``download.empty``)."""
     if kind not in ("svg", "png"):
         raise ValueError(f"kind must be 'svg' or 'png', got {kind!r}")
     selector = json.dumps(f"#{elem_id} img")
+    buttons = json.dumps(f"{elem_id}-{kind}")
+    empty = json.dumps({language: PAGE[language]["download.empty"] for language in LANGUAGES}, ensure_ascii=False)
     filename = json.dumps(f"{name}.{kind}")
     save = "save(source);" if kind == "svg" else "toPng(source);"
     return f"""() => {{
   const image = document.querySelector({selector});
-  if (!image || !image.src) return;
+  const button = document.getElementById({buttons});
+  const row = button ? button.parentElement : null;
+  let note = row ? row.querySelector(".{DOWNLOAD_NOTE_CLASS}") : null;
+  if (!image || !image.src) {{
+    if (!row) return;
+    if (!note) {{
+      note = document.createElement("span");
+      note.className = "{DOWNLOAD_NOTE_CLASS}";
+      note.setAttribute("role", "status");
+      row.appendChild(note);
+    }}
+    const told = {empty};
+    note.textContent = told[window.vaswaniLanguage] || told["{DEFAULT_LANGUAGE}"];
+    return;
+  }}
+  if (note) note.remove();
   const source = image.src;
   const save = (href) => {{
     const link = document.createElement("a");
@@ -154,30 +177,54 @@ def download_js(elem_id: str, name: str, kind: str) -> str:
 }}"""
 
 
-#: The page's style: the figures fit the screen (a long translation must not make a heatmap metres tall), the
-#: bertviz frame and the lecture views' wide figures scroll on a phone instead of being clipped or shrunk, and the
-#: presentation mode shows the translation, the alignment, the steps and the lecture views' sentences and words in
-#: large type, and hides the rest.
-PAGE_CSS = f"""
+def page_css() -> str:
+    """The page's style: every figure fits its box, and one wider than the screen (the beam tree on a phone)
+    scrolls inside it; nothing makes the page itself scroll sideways (the bertviz frame is as wide as its box, its
+    drawing scrolls inside the frame); an empty figure says what to do (``figure.empty``, in the page's language);
+    the presentation mode shows the translation, the alignment, the steps and the lecture views' sentences and words
+    in large type, figures and labels included, and hides the rest; the lecture views' wide figures scroll on a
+    phone."""
+    rules = []
+    for language in LANGUAGES:
+        told = json.dumps(PAGE[language]["figure.empty"], ensure_ascii=False)
+        rules.append(f'html[lang="{language}"] .vaswani-figure .empty::after {{ content: {told}; }}')
+        told = json.dumps(PAGE[language]["figure.empty.ablation"], ensure_ascii=False)
+        rules.append(f'html[lang="{language}"] #tab-ablation .vaswani-figure .empty::after {{ content: {told}; }}')
+    return _PAGE_CSS + "\n".join(rules) + "\n"
+
+
+_PAGE_CSS = f"""
 .vaswani-figure img {{ max-width: 100%; height: auto; }}
-#bertviz {{ overflow-x: auto; -webkit-overflow-scrolling: touch; }}
-#bertviz iframe {{ min-width: 560px; }}
-.vaswani-downloads {{ gap: 6px; }}
+.vaswani-figure .matplotlib {{ overflow-x: auto; align-items: safe center; -webkit-overflow-scrolling: touch; }}
+.vaswani-figure .empty {{ flex-direction: column; gap: 0.6em; }}
+.vaswani-figure .empty::after {{ font-size: var(--text-md); color: var(--body-text-color-subdued); padding: 0 1em;
+  text-align: center; }}
+#bertviz {{ max-width: 100%; overflow: hidden; }}
+#bertviz iframe {{ width: 100%; max-width: 100%; min-width: 0; }}
+.vaswani-downloads {{ gap: 6px; align-items: center; }}
 .vaswani-downloads button {{ flex: 0 0 auto; min-width: 0; }}
+.{DOWNLOAD_NOTE_CLASS} {{ font-size: var(--text-sm); color: var(--body-text-color-subdued); }}
 #page-controls {{ align-items: center; }}
+#layer {{ flex: 1 1 100% !important; min-width: min(100%, 34rem) !important; }}
+#layer input {{ text-overflow: ellipsis; }}
+:root.{PRESENT_CLASS} {{
+  --text-xxs: 13px; --text-xs: 15px; --text-sm: 18px; --text-md: 21px; --text-lg: 25px; --text-xl: 30px;
+  --text-xxl: 36px;
+}}
 .{PRESENT_CLASS} #source-text textarea, .{PRESENT_CLASS} #translation textarea {{ font-size: 2rem; line-height: 1.3; }}
 .{PRESENT_CLASS} #source-text textarea {{ min-height: 3.2rem; }}
 .{PRESENT_CLASS} #translate-button {{ font-size: 1.5rem; }}
 .{PRESENT_CLASS} #steps-where textarea {{ font-size: 1.6rem; }}
 .{PRESENT_CLASS} #steps-slider {{ font-size: 1.3rem; }}
-.{PRESENT_CLASS} .vaswani-figure img {{ max-height: none; width: 100%; }}
+.{PRESENT_CLASS} .vaswani-figure img, .{PRESENT_CLASS} #alignment-plot img {{ max-height: none; width: 100%;
+  max-width: none; }}
+.{PRESENT_CLASS} #encoder-attention-plot img {{ width: auto; height: 86vh; max-width: 100%; object-fit: contain; }}
 .{PRESENT_CLASS} .vaswani-hide-in-presentation {{ display: none !important; }}
 @media (max-width: 768px) {{
   #translate-row {{ flex-direction: column; }}
   #translate-left {{ display: contents; }}
   #translate-right {{ order: 1; }}
   #examples-block {{ order: 2; }}
-  #steps-tree {{ overflow-x: auto; }}
   #steps-tree img {{ max-width: none !important; width: 880px; }}
   #head-computation, #positions-table, #contexts-figure {{ overflow-x: auto; }}
   #head-computation img, #positions-table img {{ max-width: none !important; width: 820px; }}
@@ -247,3 +294,7 @@ def head_middleware() -> Any:
     from starlette.middleware import Middleware
 
     return Middleware(PageHeadInjector)
+
+
+#: The page's CSS, as `page_css` writes it.
+PAGE_CSS = page_css()

@@ -21,6 +21,7 @@ from typing import Any
 import gradio as gr
 
 from hf_vaswani.placeholders import Protected, find_spans, protect, restore, vocabulary_of
+from vaswani_inspect.pieces import METASPACE
 from vaswani_inspect.step_plots import plot_beam_tree, plot_candidates, plot_prefix, plot_source_attention
 from vaswani_inspect.steps import trace_decoding
 
@@ -32,6 +33,7 @@ from .texts import DEFAULT_LANGUAGE, message
 __all__ = [
     "StepsLayout",
     "decoded_source",
+    "shown_piece",
     "step_outputs",
     "step_summary",
     "steps_section",
@@ -74,7 +76,14 @@ def steps_section(i18n: gr.I18n, downloads: dict[str, tuple[gr.Button, gr.Button
             1, 2, value=1, step=1, label=i18n("steps.slider"), interactive=False, elem_id="steps-slider", scale=4
         )
         following = gr.Button(i18n("steps.next"), size="sm", interactive=False, elem_id="steps-next")
-    where = gr.Textbox(label=i18n("steps.status"), interactive=False, lines=1, elem_id="steps-where")
+    where = gr.Textbox(
+        label=i18n("steps.status"),
+        placeholder=i18n("steps.empty"),  # before any translation: what to do
+        interactive=False,
+        lines=2,  # a phone wraps the sentence: all of it shows
+        max_lines=4,
+        elem_id="steps-where",
+    )
     shown: dict[str, gr.Plot] = {}
     with gr.Row(equal_height=False):
         for elem_id in ("steps-target", "steps-candidates"):
@@ -148,7 +157,8 @@ def trace_note(record: Any, trace: Any, protected: Protected | None, language: s
 
 
 def step_summary(trace: Any, index: int, language: str = DEFAULT_LANGUAGE) -> str:
-    """One sentence for step `index` (from 0): which piece the translation took there, and its probability."""
+    """One sentence for step `index` (from 0): which piece the translation took there (as a word: `shown_piece`),
+    and its probability."""
     step = trace.steps[index]
     chosen = step.chosen
     if chosen is None:  # the winner had already ended: its last step
@@ -159,7 +169,14 @@ def step_summary(trace: Any, index: int, language: str = DEFAULT_LANGUAGE) -> st
     fields = {"step": index + 1, "steps": len(trace.steps), "probability": probability}
     if chosen is None or chosen.piece in ("</s>", "<eos>"):
         return message(language, "steps.where.end", **fields)
-    return message(language, "steps.where", piece=f"“{chosen.piece}”", **fields)
+    return message(language, "steps.where", piece=f"“{shown_piece(chosen.piece)}”", **fields)
+
+
+def shown_piece(piece: str) -> str:
+    """A piece as a student reads it: the word-start mark left out ("▁the" is "the"); a piece that is nothing but
+    the mark stays as it is."""
+    text = piece.replace(METASPACE, "")
+    return text if text.strip() else piece
 
 
 def step_outputs(trace: Any, step: Any, language: str = DEFAULT_LANGUAGE) -> tuple[Any, ...]:

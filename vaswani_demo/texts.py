@@ -113,7 +113,8 @@ PAGE: dict[str, dict[str, str]] = {
             "Attention weights show where a head reads from, not what it does for the output. Tick heads (layer "
             "L, head H, from 0) and translate the last sentence again with them switched off: their output is "
             "zeroed before the layer's output projection (Michel et al. 2019). The translation and its alignment "
-            "lines (read with the choices above) appear next to the ones with every head on. "
+            'lines (read with the layer, head, shift and punctuation chosen on the Translate tab, under "Figure '
+            'options") appear next to the ones with every head on. '
             "`hf-vaswani head-importance` measures every head this way on a test set."
         ),
         "ablate.encoder.label": "Encoder self-attention",
@@ -161,6 +162,24 @@ PAGE: dict[str, dict[str, str]] = {
             "continue the previous word); `<pad>` padding, filler that is never read; `<unk>` a character the "
             "model has never seen."
         ),
+        "legend.other": (
+            "**Special tokens**: `</s>` end of sentence; `▁` a word starts here (pieces without it continue the "
+            "previous word); `<pad>` padding, filler that is never read; `<unk>` a character the model has never "
+            "seen. A model may add its own (a language code, a task prefix): the heatmap shows them as they are."
+        ),
+        "encoder.intro": (
+            "### Encoder self-attention: how the source words read each other\n"
+            'Each row is a word of the sentence and how much it looks at every word of the same sentence ("gato" '
+            'and "negro": the adjective and its noun). Choose a layer and a head, or their mean.'
+        ),
+        "encoder.label": "Encoder self-attention heatmap",
+        "encoder.layer.label": "Encoder layer",
+        "figure.empty": "Translate a sentence on the Translate tab to see this figure.",
+        "figure.empty.ablation": (
+            "Translate a sentence first, then tick heads and press “Translate with these heads off”."
+        ),
+        "download.empty": "Nothing to save yet: translate a sentence first.",
+        "steps.empty": "Translate a sentence on the Translate tab: its decoding appears here, one step at a time.",
         "download.png": "Download PNG",
         "download.svg": "Download SVG",
         "steps.intro": (
@@ -236,8 +255,9 @@ PAGE: dict[str, dict[str, str]] = {
             "Los pesos de atención muestran de dónde lee una cabeza, no qué aporta a la salida. Marca cabezas "
             "(capa L, cabeza H, desde 0) y vuelve a traducir la última oración con ellas apagadas: su salida se "
             "pone a cero antes de la proyección de salida de la capa (Michel et al. 2019). La traducción y sus "
-            "líneas de alineamiento (leídas con las opciones de arriba) aparecen junto a las que se obtienen con "
-            "todas las cabezas encendidas. `hf-vaswani head-importance` mide así cada cabeza en un conjunto de "
+            "líneas de alineamiento (leídas con la capa, la cabeza, el desplazamiento y la puntuación elegidos en la "
+            'pestaña Traducir, en "Opciones de la figura") aparecen junto a las que se obtienen con todas las '
+            "cabezas encendidas. `hf-vaswani head-importance` mide así cada cabeza en un conjunto de "
             "prueba."
         ),
         "ablate.encoder.label": "Self-attention del encoder",
@@ -286,6 +306,25 @@ PAGE: dict[str, dict[str, str]] = {
             "continúan la palabra anterior); `<pad>` relleno, que nunca se lee; `<unk>` un carácter que el modelo "
             "nunca ha visto."
         ),
+        "legend.other": (
+            "**Tokens especiales**: `</s>` fin de la oración; `▁` aquí empieza una palabra (los trozos sin él "
+            "continúan la palabra anterior); `<pad>` relleno, que nunca se lee; `<unk>` un carácter que el modelo "
+            "nunca ha visto. Un modelo puede añadir los suyos (un código de idioma, un prefijo de tarea): el mapa de "
+            "calor los muestra tal cual."
+        ),
+        "encoder.intro": (
+            "### Self-attention del encoder: cómo se leen entre sí las palabras de la fuente\n"
+            'Cada fila es una palabra de la oración y cuánto mira a cada palabra de esa misma oración ("gato" y '
+            '"negro": el adjetivo y su sustantivo). Elige una capa y una cabeza, o su media.'
+        ),
+        "encoder.label": "Mapa de calor de la self-attention del encoder",
+        "encoder.layer.label": "Capa del encoder",
+        "figure.empty": "Traduce una oración en la pestaña Traducir para ver esta figura.",
+        "figure.empty.ablation": (
+            "Traduce primero una oración; luego marca cabezas y pulsa “Traducir con estas cabezas apagadas”."
+        ),
+        "download.empty": "Aún no hay nada que guardar: traduce primero una oración.",
+        "steps.empty": "Traduce una oración en la pestaña Traducir: aquí aparece su decodificación, paso a paso.",
         "download.png": "Descargar PNG",
         "download.svg": "Descargar SVG",
         "steps.intro": (
@@ -378,6 +417,7 @@ MESSAGES: dict[str, Mapping[str, str]] = {
         # choices of the layer and head controls
         "layer.mean": "average of all layers",
         "layer.model": "the model's aligner: {settings}",
+        "layer.aligner": "The model's aligner reads {settings}.",
         "layer.one": "layer {layer}",
         "head.mean": "average of all heads",
         "head.one": "head {head}",
@@ -390,6 +430,9 @@ MESSAGES: dict[str, Mapping[str, str]] = {
         "figure.target_words": "translated words",
         "figure.keys": "keys (source)",
         "figure.queries": "queries (decoder input)",
+        "figure.encoder": "Which source word each source word looks at, encoder self-attention\n({settings})",
+        "figure.encoder.keys": "words looked at",
+        "figure.encoder.queries": "words looking",
         "figure.layers.mean": "mean of layers",
         "figure.layer": "layer {layer}",
         "figure.heads.all": "all heads",
@@ -577,6 +620,7 @@ MESSAGES: dict[str, Mapping[str, str]] = {
     "es": {
         "layer.mean": "promedio de todas las capas",
         "layer.model": "el alineador del modelo: {settings}",
+        "layer.aligner": "El alineador del modelo lee {settings}.",
         "layer.one": "capa {layer}",
         "head.mean": "promedio de todas las cabezas",
         "head.one": "cabeza {head}",
@@ -588,6 +632,11 @@ MESSAGES: dict[str, Mapping[str, str]] = {
         "figure.target_words": "palabras traducidas",
         "figure.keys": "keys (fuente)",
         "figure.queries": "queries (entrada del decoder)",
+        "figure.encoder": (
+            "Qué palabra de la fuente mira cada palabra de la fuente, self-attention del encoder\n({settings})"
+        ),
+        "figure.encoder.keys": "palabras miradas",
+        "figure.encoder.queries": "palabras que miran",
         "figure.layers.mean": "promedio de las capas",
         "figure.layer": "capa {layer}",
         "figure.heads.all": "todas las cabezas",
@@ -792,14 +841,24 @@ MESSAGES = {
 
 class Named:
     """A control's value as a field of a message: it is written with its label in the message's language
-    (`CHOICES`), with a lower-case first letter for `lower` (inside a sentence)."""
+    (`CHOICES`), with a lower-case first letter for `lower` (inside a sentence), unless its first word is a name
+    written in capitals ("ALTI+" stays "ALTI+", not "aLTI+")."""
 
     def __init__(self, control: str, value: str, *, lower: bool = False) -> None:
         self.control, self.value, self.lower = control, value, lower
 
     def told(self, language: str) -> str:
         label = CHOICES[_supported(language)][self.control][self.value]
-        return label[:1].lower() + label[1:] if self.lower else label
+        return _in_sentence(label) if self.lower else label
+
+
+def _in_sentence(label: str) -> str:
+    """`label` as it is written inside a sentence: its first letter in lower case, unless its first word has
+    another capital (an acronym or a name: "ALTI+", "SmoothGrad")."""
+    first = label.split(" ", 1)[0]
+    if any(character.isupper() for character in first[1:]):
+        return label
+    return label[:1].lower() + label[1:]
 
 
 class Offered:

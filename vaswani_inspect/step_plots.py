@@ -14,7 +14,10 @@
   winner's path highlighted; optionally one step (`current`) shaded.
 
 Every label and title is in `language` ("en" or "es"), in words a student knows. Fonts stay large so that a figure
-scaled down to a phone's width (about 380 pixels) can still be read.
+scaled down to a phone's width (about 380 pixels) can still be read, and each panel is laid out so that no word
+falls outside it (a long bar holds its note, a long caption is wrapped).
+
+Long because the words of every figure, in both languages, are here next to the figures they label.
 """
 
 from __future__ import annotations
@@ -104,6 +107,8 @@ _CHOSEN = "#d95f02"  # orange: the chosen token and the winner's path
 _OTHER = "#7570b3"  # violet: the other candidates, kept hypotheses
 _GREY = "#bdbdbd"
 _FONT = 14
+#: A candidate's bar longer than this (of the axis, which ends at 1.18) holds its note inside.
+_INSIDE_BAR = 0.55
 
 
 def _texts(language: str) -> dict[str, str]:
@@ -207,10 +212,12 @@ def plot_source_attention(
     step = _step_of(trace, index)
     row = _hypothesis_of(step, hypothesis)
     labels, _ = _source_weights(trace, step, row)
-    below = 0.5 * _label_inches([_shown(label) for label in labels], _FONT) + 0.75  # labels turned 30 degrees
     width = max(5.0, 0.75 * len(labels) + 1.0)
+    lines = len(_wrapped(_source_note(trace, step, row, texts), width - 0.3))
+    # Labels turned 30 degrees, then the note's lines.
+    below = 0.5 * _label_inches([_shown(label) for label in labels], _FONT) + 0.55 + 0.2 * lines
     figure = _panel_figure(width, 2.6 + below, {"left": 0.3, "right": 0.2, "bottom": below, "top": 0.45})
-    _draw_source(figure.axes[0], trace, step, row, texts)
+    _draw_source(figure.axes[0], trace, step, row, texts, width - 0.3)
     return figure
 
 
@@ -243,7 +250,11 @@ def _draw_candidates(ax: Any, step: DecodingStep, row: int, texts: dict[str, str
     ax.set_xticks([0, 0.5, 1], ["0", "50%", "100%"], fontsize=_FONT - 2)
     for bar, value, colour in zip(bars, values, colours):
         note = f"{value:.0%}" + (f"  ← {texts['chosen']}" if colour == _CHOSEN else "")
-        ax.text(bar.get_width() + 0.02, bar.get_y() + bar.get_height() / 2, note, va="center", fontsize=_FONT - 1)
+        middle = bar.get_y() + bar.get_height() / 2
+        if value > _INSIDE_BAR:  # a long bar holds its note: beside it, the note would run past the figure
+            ax.text(value - 0.02, middle, note, va="center", ha="right", fontsize=_FONT - 1, color="white")
+        else:
+            ax.text(value + 0.02, middle, note, va="center", fontsize=_FONT - 1)
     ax.set_title(texts["candidates"].format(n=step.index + 1), fontsize=_FONT + 1, loc="left")
     ax.spines[["top", "right"]].set_visible(False)
 
@@ -257,7 +268,23 @@ def _source_weights(trace: DecodingTrace, step: DecodingStep, row: int) -> tuple
     return list(trace.source_pieces), weights
 
 
-def _draw_source(ax: Any, trace: DecodingTrace, step: DecodingStep, row: int, texts: dict[str, str]) -> None:
+def _source_note(trace: DecodingTrace, step: DecodingStep, row: int, texts: dict[str, str]) -> str:
+    """What the source panel reads: the model's aligner (its readings in words), or the mean of every head."""
+    if row == step.chosen_hypothesis and step.cross_attention.get("aligner_words") is not None:
+        return texts["source_note"].format(reading=_reading_words(trace.settings.get("aligner") or {}, texts))
+    return texts["source_mean"]
+
+
+def _wrapped(text: str, inches: float, size: float = _FONT - 4) -> list[str]:
+    """`text` in lines that fit `inches` at font `size` (points), broken between words."""
+    import textwrap
+
+    return textwrap.wrap(text, max(12, int(inches * 72 / (size * 0.55)))) or [text]
+
+
+def _draw_source(
+    ax: Any, trace: DecodingTrace, step: DecodingStep, row: int, texts: dict[str, str], inches: float | None = None
+) -> None:
     labels, weights = _source_weights(trace, step, row)
     best = int(np.argmax(weights)) if len(weights) else -1
     colours = [_CHOSEN if i == best else _OTHER for i in range(len(weights))]
@@ -269,10 +296,9 @@ def _draw_source(ax: Any, trace: DecodingTrace, step: DecodingStep, row: int, te
         if value >= 0.05:
             ax.text(i, value, f"{value:.0%}", ha="center", va="bottom", fontsize=_FONT - 3)
     ax.set_title(texts["source"], fontsize=_FONT + 1, loc="left")
-    if row == step.chosen_hypothesis and step.cross_attention.get("aligner_words") is not None:
-        note = texts["source_note"].format(reading=_reading_words(trace.settings.get("aligner") or {}, texts))
-    else:
-        note = texts["source_mean"]
+    note = _source_note(trace, step, row, texts)
+    if inches is not None:  # a panel of its own: the note in lines as wide as the figure
+        note = "\n".join(_wrapped(note, inches))
     ax.set_xlabel(note, fontsize=_FONT - 4, color="#555555")
     ax.spines[["top", "right", "left"]].set_visible(False)
 

@@ -64,7 +64,26 @@ _REQUIRE_SHIM = """
       if (!(name in modules) || !modules[name]) { throw new Error("offline page: no inlined module " + name); }
       return modules[name];
     });
-    return callback ? callback.apply(window, resolved) : resolved[0];
+    if (!callback) { return resolved[0]; }
+    drawLater(callback, resolved);
+  }
+  // Each view is drawn once the page has painted (its note "Drawing the view..." on screen: the model view of a long
+  // sentence takes seconds); the note goes when every view is drawn.
+  var pending = 0;
+  function drawLater(callback, resolved) {
+    pending += 1;
+    var draw = function () {
+      try { callback.apply(window, resolved); } finally {
+        pending -= 1;
+        var note = document.getElementById("vaswani-drawing");
+        if (pending === 0 && note) { note.remove(); }
+      }
+    };
+    // After the next frame, or 100 ms for a frame hidden or off screen, which Chromium does not paint.
+    var started = false;
+    var start = function () { if (!started) { started = true; window.setTimeout(draw, 0); } };
+    window.requestAnimationFrame(start);
+    window.setTimeout(start, 100);
   }
   shimRequire.config = function () {};
   window.require = window.requirejs = shimRequire;
@@ -89,7 +108,10 @@ _STYLE = """
 body { font-family: 'Helvetica Neue', Helvetica, Arial, sans-serif; margin: 1.5em; color: #222; }
 h1 { font-size: 1.3em; } h2 { font-size: 1.1em; margin-top: 1.5em; }
 .pair { font-size: 1.05em; } .note { color: #666; font-size: 0.9em; max-width: 60em; }
+#vaswani-drawing { color: #444; background: #f3f3f3; border-radius: 6px; padding: 0.5em 0.8em; display: inline-block; }
 """
+#: What the page shows until its views are drawn (removed by the page's script then).
+DRAWING_NOTE = "Drawing the view\u2026"
 
 
 def head_view_html(
@@ -374,6 +396,7 @@ def _page(record: AttentionRecord, kinds: list[str], render: Any, decimals: int,
         f"<title>{html.escape(heading)} \u2013 {what}</title>\n<style>{_STYLE}</style>\n"
         f"<script>\n{_library('d3')}\n</script>\n<script>\n{_library('jquery')}\n</script>\n"
         f"<script>\n{_REQUIRE_SHIM}\n</script>\n</head>\n<body>\n"
+        f'<p id="vaswani-drawing" role="status">{DRAWING_NOTE}</p>\n'
         f'<h1>{html.escape(heading)}</h1>\n<p class="pair">{html.escape(pair)}</p>\n'
         f'<p class="note">{html.escape(meta)}. {html.escape(note)}</p>\n' + "\n".join(sections) + "\n</body>\n</html>\n"
     )
@@ -400,6 +423,7 @@ def _library(name: str) -> str:
 
 
 __all__ = [
+    "DRAWING_NOTE",
     "VIEW_DECIMALS",
     "VIEW_REGISTRY",
     "View",

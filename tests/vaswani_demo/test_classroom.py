@@ -192,7 +192,7 @@ def test_the_trace_retraces_the_translation(record, trace):
 
 def test_each_step_is_drawn_and_told_in_the_page_language(trace):
     where, candidates, attention, target = steps_view.step_outputs(trace, 2, "es")
-    assert where == "Paso 2 de 7: el modelo eligió “▁cat” (probabilidad 0,98)."
+    assert where == "Paso 2 de 7: el modelo eligió “cat” (probabilidad 0,98)."
     bars = candidates.axes[0]
     assert [label.get_text() for label in bars.get_yticklabels()][-1] == "cat"  # the most probable on top
     assert bars.get_title(loc="left") == "Paso 2: candidatos para la palabra siguiente"

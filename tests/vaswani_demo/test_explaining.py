@@ -43,6 +43,7 @@ from vaswani_demo.measurements import faithfulness_sentence, read_measurements  
 from vaswani_demo.settings import MEASUREMENTS_FILE, SHARE_CONSTANT_METHODS, SHARE_FALLBACK  # noqa: E402
 from vaswani_demo.testing import shipped_checkpoint, write_tiny_model  # noqa: E402
 from vaswani_demo.texts import CHOICES, LANGUAGES, MESSAGES, PAGE, Refusal, decimal  # noqa: E402
+from vaswani_inspect.alignment.links import word_lists  # noqa: E402
 from vaswani_inspect.attribution import METHODS, MODEL_METHODS, SHARE_METHODS, attribute, attribution_links  # noqa: E402
 from vaswani_inspect.attribution.gradients import GRADIENT_METHODS  # noqa: E402
 from vaswani_inspect.extract import extract  # noqa: E402
@@ -68,7 +69,10 @@ def _label(method: str, language: str = "en") -> str:
 
 
 def _lowered(method: str, language: str = "en") -> str:
+    """The method's label inside a sentence: lower-case first letter, unless its first word is in capitals."""
     label = _label(method, language)
+    if any(character.isupper() for character in label.split(" ", 1)[0][1:]):
+        return label
     return label[:1].lower() + label[1:]
 
 
@@ -185,11 +189,20 @@ def test_every_method_draws_its_own_matrix(backend, record):
 
 @pytest.mark.parametrize("method", ["attention_norm", "rollout", "value_zeroing", "saliency"])
 def test_skip_punctuation_applies_to_every_method(backend, record, method: str):
-    _, _, kept, _, cache = explained_outputs(backend, record, None, method, skip_punctuation=False)
-    _, lines, skipped, _, _ = explained_outputs(backend, record, cache, method, skip_punctuation=True)
+    every, _, kept, _, cache = explained_outputs(backend, record, None, method, skip_punctuation=False)
+    heatmap, lines, skipped, _, _ = explained_outputs(backend, record, cache, method, skip_punctuation=True)
     assert [row for row in kept if row[0] != "."] and any(row[0] == "." for row in kept)
     assert all("." not in row[:2] for row in skipped) and len(skipped) == len(kept) - 1
     assert _drawn_lines(lines) == len(skipped)
+    # The heatmap has no "." row or column either, as the attention's has not (`drawing.word_heatmap`).
+    for figure, dot in ((every, True), (heatmap, False)):
+        ax = figure.axes[0]
+        rows = [label.get_text() for label in ax.get_yticklabels()]
+        columns = [label.get_text() for label in ax.get_xticklabels()]
+        assert ("." in rows, "." in columns) == (dot, dot), (rows, columns)
+    assert rows == [word for word in word_lists(record)[1].words if word != "."]
+    attention, _, _, _, _ = explained_outputs(backend, record, cache, "attention", skip_punctuation=True)
+    assert [label.get_text() for label in attention.axes[0].get_yticklabels()] == rows
 
 
 def test_rollouts_constant_share_is_never_drawn(backend, record):

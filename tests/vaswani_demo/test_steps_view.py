@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("gradio")
 
 from hf_vaswani.placeholders import find_spans, protect  # noqa: E402
-from vaswani_demo.steps_view import trace_note  # noqa: E402
+from vaswani_demo.steps_view import step_summary, trace_note  # noqa: E402
 
 
 def _record(target: str, **settings) -> SimpleNamespace:
@@ -42,6 +42,15 @@ def test_only_a_translation_ctranslate2_chose_blames_ctranslate2():
     assert trace_note(_record("I have 764884 eurs."), differs, None).startswith("The steps retrace the decoding")
     assert "chosen by CTranslate2" in trace_note(_record("I have 764884 eurs.", backend="ctranslate2"), differs, None)
     assert trace_note(_record("I have 766484 eurs."), differs, None) == ""
+
+
+def test_the_step_sentence_shows_the_piece_as_a_word():
+    """ "el modelo eligió “the”", not "“▁the”": the word-start mark is the tokenizer's, not the student's."""
+    steps = [SimpleNamespace(chosen=SimpleNamespace(piece=piece, probability=0.875)) for piece in ("▁the", "at", "▁")]
+    trace = SimpleNamespace(steps=steps)
+    assert step_summary(trace, 0, "es") == "Paso 1 de 3: el modelo eligió “the” (probabilidad 0,88)."
+    assert "“at”" in step_summary(trace, 1, "en") and "▁" not in step_summary(trace, 1, "en")
+    assert "“▁”" in step_summary(trace, 2, "en")  # a piece that is only the mark has nothing else to show
 
 
 def _trace(text: str) -> SimpleNamespace:

@@ -20,7 +20,16 @@ os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 from vaswani_demo import DemoBackend, build_app, drawing, launch_app  # noqa: E402
 from vaswani_demo.layout import page_translations  # noqa: E402
 from vaswani_demo.settings import EXAMPLES  # noqa: E402
-from vaswani_demo.texts import CHOICES, LANGUAGES, MESSAGES, PAGE, fields_of, language_from_header  # noqa: E402
+from vaswani_demo.texts import (  # noqa: E402
+    CHOICES,
+    LANGUAGES,
+    MESSAGES,
+    PAGE,
+    Named,
+    fields_of,
+    language_from_header,
+    message,
+)
 
 pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
@@ -92,6 +101,31 @@ def test_spanish_punctuation_and_accents():
     joined = " ".join(spanish)
     for word in ("traducción", "oración", "número", "está", "máximo", "¿qué aporta", "Límites", "vacío"):
         assert word in joined, word
+
+
+def test_a_method_named_inside_a_sentence_keeps_its_capitals():
+    """Inside a sentence a label starts in lower case, but a name in capitals keeps them ("ALTI+", not "aLTI+")."""
+    for language in LANGUAGES:
+        for method, label in CHOICES[language]["method"].items():
+            told = Named("method", method, lower=True).told(language)
+            assert told[1:] == label[1:], (language, method)
+            capitals = any(character.isupper() for character in label.split(" ", 1)[0][1:])
+            assert told[0] == (label[0] if capitals else label[0].lower()), (language, method, told)
+        title = message(language, "figure.share", method=Named("method", "alti_plus", lower=True))
+        assert "(ALTI+ (" in title and "aLTI" not in title, title
+        assert message(language, "figure.share", method=Named("method", "rollout", lower=True)).endswith(
+            f"({CHOICES[language]['method']['rollout'].lower()})"
+        )
+
+
+def test_the_ablation_intro_says_where_its_options_are():
+    """The lines of the ablation tab follow the figure options of the translate tab: the intro names both, not
+    options "above", which the tab does not have."""
+    for language, above in (("en", "above"), ("es", "arriba")):
+        intro = PAGE[language]["ablation.intro"]
+        assert above not in intro
+        assert PAGE[language]["tab.translate"] in intro
+        assert PAGE[language]["options.label"].split(":")[0] in intro
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import pytest
 
 from vaswani_inspect import AttentionRecord, extract, head_view_html, model_view_html, save_html, write_report
 from vaswani_inspect.testing import tiny_model
-from vaswani_inspect.views import VIEW_REGISTRY, View, register_view, view_names
+from vaswani_inspect.views import DRAWING_NOTE, VIEW_REGISTRY, View, register_view, view_names
 
 CHROMIUM = Path("/usr/bin/chromium")
 PAYLOAD = "</script><script>window.__pwned=1</script>"
@@ -47,6 +47,12 @@ def test_page_is_self_contained(record, view):
     assert "<script src" not in page
     assert "d3js.org v5.7.0" in page and "jQuery v3.7.1" in page
     assert "window.require = window.requirejs" in page
+
+
+@pytest.mark.parametrize("view", [head_view_html, model_view_html])
+def test_the_page_says_it_is_drawing_before_its_views(record, view):
+    page = view(record, "encoder")
+    assert page.index(f'<p id="vaswani-drawing" role="status">{DRAWING_NOTE}</p>') < page.index("<section")
 
 
 @pytest.mark.parametrize("view", [head_view_html, model_view_html])
@@ -246,6 +252,8 @@ def test_offline_page_draws_without_requests_or_injection(browser, record, tmp_p
     path = save_html(view(_hostile(record)), tmp_path / "view.html")
     page, blocked, errors = _open(browser, path)
     page.wait_for_selector("section.view svg", timeout=15000)
+    # The note shown while the views draw is gone once they are drawn.
+    page.wait_for_selector("#vaswani-drawing", state="detached", timeout=15000)
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert blocked == [] and errors == []
     assert page.evaluate("document.querySelectorAll('section.view svg line').length") > 0
