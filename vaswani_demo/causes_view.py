@@ -269,7 +269,11 @@ def wire_causes(
     drawing: dict[str, Any] = dict(api_visibility="private", concurrency_id="causes-drawing", show_progress="minimal")
     patched.then(draw_others, inputs=[causes.result_state], outputs=others, **drawing)
     lens_shown = [causes.lens, causes.lens_note, causes.decoder_lens]
-    patched.then(lenses, inputs=[causes.clean, direction], outputs=lens_shown, show_progress="minimal", **model_events)
+    # The lenses read the first sentence alone: they start with the patching (the copies' lock takes them in turn),
+    # not after the heatmaps, so that the grid is not drawn behind four figures.
+    causes.button.click(
+        lenses, inputs=[causes.clean, direction], outputs=lens_shown, show_progress="minimal", **model_events
+    )
 
     def first_sentence(record: Any) -> Any:
         return record.source_text if record is not None else gr.update()
